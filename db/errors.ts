@@ -1,0 +1,56 @@
+import { SvcError } from '../handlers/errors.js';
+
+/** SQLSTATE classes and driver errors that mean "the database cannot be reached". */
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'EPIPE',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '53300', // too_many_connections
+  '08000',
+  '08003',
+  '08006',
+  '08001',
+  '08004',
+]);
+
+/** Missing relation or function: the schema is absent or being re-applied. */
+const SCHEMA_CODES = new Set(['42P01', '42883', '3F000']);
+
+export type DbFault = 'unreachable' | 'schema' | null;
+
+/** Classify a driver error; anything else is a real fault (INTERNAL). */
+export function classifyDbError(e: unknown): DbFault {
+  if (!e || typeof e !== 'object') return null;
+  const err = e as { code?: unknown; message?: unknown };
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (SCHEMA_CODES.has(code)) return 'schema';
+  if (UNREACHABLE_CODES.has(code) || code.startsWith('08')) return 'unreachable';
+  const msg = typeof err.message === 'string' ? err.message : '';
+  if (
+    /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended unexpectedly|the database system is (starting up|shutting down)/i.test(
+      msg,
+    )
+  ) {
+    return 'unreachable';
+  }
+  return null;
+}
+
+/** Re-throw driver faults as the spec's 503 UNAVAILABLE; leave everything else alone. */
+export function toUnavailable(e: unknown, onSchemaMissing?: () => void): unknown {
+  const fault = classifyDbError(e);
+  if (fault === 'unreachable') {
+    return new SvcError('UNAVAILABLE', 'The database is unreachable; retry shortly (the gateway reconnects by itself).');
+  }
+  if (fault === 'schema') {
+    onSchemaMissing?.();
+    return new SvcError('UNAVAILABLE', 'The database schema is missing and is being re-applied; retry shortly.');
+  }
+  return e;
+}

@@ -1,0 +1,380 @@
+/**
+ * The database port over PostgreSQL with Kysely and pg. Data access is plain SQL through
+ * Kysely's `sql` tag where one statement does several things (the write path), so each
+ * applied write is: lock (one select), apply (one statement), commit.
+ */
+import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
+import pg from 'pg';
+import type {
+  ClassRow,
+  ClassUpsert,
+  Db,
+  EntryRow,
+  FieldRow,
+  FieldWrite,
+  HistoryInsert,
+  HistoryRow,
+  RecordRow,
+  WriteTx,
+} from '../port.js';
+import { toUnavailable } from '../errors.js';
+
+// int8 and numeric counters fit in a JS number for any realistic store (2^53).
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === 20) return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+export interface PgOptions {
+  connectionString: string;
+  max?: number;
+  /** Called when a statement finds the schema missing, so the runtime can re-apply it. */
+  onSchemaMissing?: () => void;
+  onPoolError?: (e: Error) => void;
+}
+
+export function createPool(opts: PgOptions): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: opts.connectionString,
+    max: opts.max ?? 20,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+    types,
+  });
+  // An idle client losing its server emits 'error' on the pool; without a listener Node
+  // would crash. The pool replaces the client on next use, which is how we recover.
+  pool.on('error', (e) => opts.onPoolError?.(e));
+  return pool;
+}
+
+const j = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+
+function mapField(r: Record<string, unknown>): FieldRow {
+  return {
+    name: r.name as string,
+    kind: r.kind as string,
+    value: r.value,
+    version: Number(r.version),
+    record_version: Number(r.record_version),
+    author: (r.author as string) ?? null,
+    identity_strength: (r.identity_strength as string) ?? null,
+    evidence: (r.evidence as string) ?? null,
+    based_on: (r.based_on as FieldRow['based_on']) ?? null,
+    invocation: (r.invocation as FieldRow['invocation']) ?? null,
+    updated_at: r.updated_at as Date,
+    owner: (r.owner as string) ?? null,
+    lease_expires_at: (r.lease_expires_at as Date) ?? null,
+    lease_lapsed: Boolean(r.lease_lapsed),
+  };
+}
+
+const FIELD_COLUMNS = sql.raw(
+  `f.name, f.kind, f.value, f.version, f.record_version, f.author, f.identity_strength, f.evidence,
+   f.based_on, f.invocation, f.updated_at, f.owner, f.lease_expires_at, f.lease_lapsed`,
+);
+
+export class PgDb implements Db {
+  readonly kysely: Kysely<any>;
+
+  constructor(
+    readonly pool: pg.Pool,
+    private readonly onSchemaMissing?: () => void,
+  ) {
+    this.kysely = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
+  }
+
+  /** Every port call goes through here: driver faults become 503 UNAVAILABLE. */
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      throw toUnavailable(e, this.onSchemaMissing);
+    }
+  }
+
+  readRecord(cls: string, rid: string, opts: { fields: string[] | null; entriesLimit: number | null }) {
+    return this.guard(async () => {
+      const rec = await sql<Record<string, unknown>>`
+        select id, record_version, created_at from records where class = ${cls} and rid = ${rid}`.execute(this.kysely);
+      const r = rec.rows[0];
+      if (!r) return null;
+      const id = Number(r.id);
+      const names = opts.fields;
+      const fieldRows = await sql<Record<string, unknown>>`
+        select ${FIELD_COLUMNS} from fields f
+        where f.record_id = ${id} ${names ? sql`and f.name = any(${names}::text[])` : sql``}
+        order by f.name`.execute(this.kysely);
+      const fields = fieldRows.rows.map(mapField);
+      const appendNames = fields.filter((f) => f.kind === 'append').map((f) => f.name);
+      if (appendNames.length > 0) {
+        const entries = await this.readEntries(id, appendNames, opts.entriesLimit);
+        for (const f of fields) if (f.kind === 'append') f.entries = entries.get(f.name) ?? [];
+      }
+      const out: RecordRow = {
+        id,
+        class: cls,
+        rid,
+        record_version: Number(r.record_version),
+        created_at: r.created_at as Date,
+        fields,
+      };
+      return out;
+    });
+  }
+
+  /** Newest `limit` entries per append field (all when null), returned oldest first. */
+  private async readEntries(recordId: number, names: string[], limit: number | null) {
+    const rows = await sql<Record<string, unknown>>`
+      select e.field, e.seq, e.value, e.author, e.identity_strength, e.evidence, e.based_on, e.invocation, e.created_at
+      from unnest(${names}::text[]) as n(field)
+      cross join lateral (
+        select * from entries e where e.record_id = ${recordId} and e.field = n.field
+        order by e.seq desc ${limit === null ? sql`` : sql`limit ${limit}`}
+      ) e
+      order by e.field, e.seq`.execute(this.kysely);
+    const byField = new Map<string, EntryRow[]>();
+    for (const r of rows.rows) {
+      const list = byField.get(r.field as string) ?? [];
+      list.push({
+        seq: Number(r.seq),
+        value: r.value,
+        author: r.author as string,
+        identity_strength: (r.identity_strength as string) ?? null,
+        evidence: (r.evidence as string) ?? null,
+        based_on: (r.based_on as EntryRow['based_on']) ?? null,
+        invocation: (r.invocation as EntryRow['invocation']) ?? null,
+        created_at: r.created_at as Date,
+      });
+      byField.set(r.field as string, list);
+    }
+    return byField;
+  }
+
+  readHistory(cls: string, rid: string, opts: { fields: string[] | null; beforeSeq: number | null; limit: number }) {
+    return this.guard(async () => {
+      const { fields, beforeSeq, limit } = opts;
+      // One field uses history_record_field; otherwise history_record, filtering rows.
+      const res = await sql<Record<string, unknown>>`
+        select id as seq, field, op, version, record_version, value, value_size, value_sha256, author,
+               identity_strength, evidence, expected_version, based_on, invocation, outcome, created_at
+        from history
+        where class = ${cls} and rid = ${rid}
+          ${fields && fields.length === 1 ? sql`and field = ${fields[0]}` : sql``}
+          ${fields && fields.length !== 1 ? sql`and field = any(${fields}::text[])` : sql``}
+          ${beforeSeq !== null ? sql`and id < ${beforeSeq}` : sql``}
+        order by id desc
+        limit ${limit}`.execute(this.kysely);
+      return res.rows.map(
+        (r): HistoryRow => ({
+          seq: Number(r.seq),
+          field: r.field as string,
+          op: r.op as string,
+          version: r.version === null ? null : Number(r.version),
+          record_version: r.record_version === null ? null : Number(r.record_version),
+          value: r.value,
+          value_size: (r.value_size as number) ?? null,
+          value_sha256: (r.value_sha256 as string) ?? null,
+          author: r.author as string,
+          identity_strength: (r.identity_strength as string) ?? null,
+          evidence: (r.evidence as string) ?? null,
+          expected_version: r.expected_version === null ? null : Number(r.expected_version),
+          based_on: (r.based_on as HistoryRow['based_on']) ?? null,
+          invocation: (r.invocation as HistoryRow['invocation']) ?? null,
+          outcome: r.outcome as string,
+          created_at: r.created_at as Date,
+        }),
+      );
+    });
+  }
+
+  recordOrHistoryExists(cls: string, rid: string) {
+    return this.guard(async () => {
+      const res = await sql<{ e: boolean }>`
+        select exists (select 1 from records where class = ${cls} and rid = ${rid})
+            or exists (select 1 from history where class = ${cls} and rid = ${rid}) as e`.execute(this.kysely);
+      return Boolean(res.rows[0]?.e);
+    });
+  }
+
+  insertRejection(row: HistoryInsert) {
+    return this.guard(async () => {
+      await insertHistory(this.kysely, row, null);
+    });
+  }
+
+  write<T>(cls: string, rid: string, fieldNames: string[], fn: (tx: WriteTx) => Promise<T>): Promise<T> {
+    return this.guard(() =>
+      this.kysely.transaction().execute(async (trx) => {
+        let locked = await lockRecord(trx, cls, rid, fieldNames);
+        if (!locked.record) {
+          // The record does not exist: serialise creators on the record's name, then look
+          // again (another creator may have committed while we waited).
+          await sql`select pg_advisory_xact_lock(hashtextextended(${cls + '/' + rid}, 0))`.execute(trx);
+          locked = await lockRecord(trx, cls, rid, fieldNames);
+        }
+        const tx = new PgWriteTx(trx, cls, rid, locked.record, locked.fields, locked.dbNow);
+        return fn(tx);
+      }),
+    );
+  }
+
+  listClasses() {
+    return this.guard(async () => {
+      const res = await sql<ClassRow>`select name, namespace, spec, gone, status, updated_at from classes order by name`.execute(
+        this.kysely,
+      );
+      return res.rows;
+    });
+  }
+
+  applyClasses(live: ClassUpsert[], refused: { name: string; reason: string }[], markGone: boolean) {
+    return this.guard(() =>
+      this.kysely.transaction().execute(async (trx) => {
+        for (const c of live) {
+          await sql`
+            insert into classes (name, namespace, spec, gone, status, updated_at)
+            values (${c.name}, ${c.namespace}, ${j(c.spec)}::jsonb, false, null, now())
+            on conflict (name) do update
+              set namespace = excluded.namespace, spec = excluded.spec, gone = false, status = null,
+                  updated_at = now()
+              where classes.spec is distinct from excluded.spec or classes.gone
+                 or classes.namespace <> excluded.namespace or classes.status is not null`.execute(trx);
+        }
+        for (const r of refused) {
+          await sql`update classes set status = ${j({ refused: r.reason })}::jsonb
+                    where name = ${r.name} and status is distinct from ${j({ refused: r.reason })}::jsonb`.execute(trx);
+        }
+        if (markGone) {
+          const keep = [...live.map((c) => c.name), ...refused.map((r) => r.name)];
+          await sql`update classes set gone = true, updated_at = now()
+                    where not gone and not (name = any(${keep}::text[]))`.execute(trx);
+        }
+      }),
+    );
+  }
+
+  /**
+   * Run `fn` while holding a session advisory lock on its own connection; null (without
+   * running) when another session holds it. Keeps a second concurrent sweep a no-op.
+   */
+  async withLock<T>(key: number, fn: () => Promise<T>): Promise<T | null> {
+    const client = await this.guard(() => this.pool.connect());
+    try {
+      const got = await client.query<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [key]);
+      if (!got.rows[0]?.ok) return null;
+      try {
+        return await fn();
+      } finally {
+        await client.query('select pg_advisory_unlock($1)', [key]).catch(() => undefined);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  meta(key: string) {
+    return this.guard(async () => {
+      const res = await sql<{ value: string }>`select value from kslate_meta where key = ${key}`.execute(this.kysely);
+      return res.rows[0]?.value ?? null;
+    });
+  }
+}
+
+async function lockRecord(trx: Transaction<any>, cls: string, rid: string, fieldNames: string[]) {
+  // One round trip: the record row locked FOR UPDATE of r (field rows are only read; every
+  // writer of a field holds the record lock first, so they cannot move under us).
+  const res = await sql<Record<string, unknown>>`
+    select r.id as rec_id, r.record_version as rec_version, now() as db_now, ${FIELD_COLUMNS}
+    from records r
+    left join fields f on f.record_id = r.id and f.name = any(${fieldNames}::text[])
+    where r.class = ${cls} and r.rid = ${rid}
+    for update of r`.execute(trx);
+  const fields = new Map<string, FieldRow>();
+  let record: { id: number; record_version: number } | null = null;
+  for (const row of res.rows) {
+    record = { id: Number(row.rec_id), record_version: Number(row.rec_version) };
+    if (row.name !== null && row.name !== undefined) fields.set(row.name as string, mapField(row));
+  }
+  let dbNow = res.rows[0]?.db_now as Date | undefined;
+  if (!dbNow) {
+    const n = await sql<{ n: Date }>`select now() as n`.execute(trx);
+    dbNow = n.rows[0].n;
+  }
+  return { record, fields, dbNow };
+}
+
+class PgWriteTx implements WriteTx {
+  constructor(
+    private readonly trx: Transaction<any>,
+    private readonly cls: string,
+    private readonly rid: string,
+    public record: { id: number; record_version: number } | null,
+    readonly fields: ReadonlyMap<string, FieldRow>,
+    readonly dbNow: Date,
+  ) {}
+
+  async applyField(w: FieldWrite) {
+    const created = this.record === null;
+    // One statement: raise (or create) the record, upsert the field, add the history row.
+    const rec = created
+      ? sql`insert into records (class, rid, record_version) values (${this.cls}, ${this.rid}, 1)
+            returning id, record_version`
+      : sql`update records set record_version = record_version + 1, last_write_at = now()
+            where id = ${this.record!.id} returning id, record_version`;
+    const res = await sql<{ id: number; record_version: number }>`
+      with r as (${rec}),
+      f as (
+        insert into fields (record_id, class, name, kind, value, version, record_version, author,
+                            identity_strength, evidence, based_on, invocation, updated_at)
+        select r.id, ${this.cls}, ${w.field}, ${w.kind}, ${j(w.value)}::jsonb, ${w.version}, r.record_version,
+               ${w.author}, ${w.identity_strength}, ${w.evidence}, ${j(w.based_on)}::jsonb,
+               ${j(w.invocation)}::jsonb, now()
+        from r
+        on conflict (record_id, name) do update set
+          value = excluded.value, version = excluded.version, record_version = excluded.record_version,
+          author = excluded.author, identity_strength = excluded.identity_strength,
+          evidence = excluded.evidence, based_on = excluded.based_on, invocation = excluded.invocation,
+          updated_at = excluded.updated_at
+      ),
+      h as (
+        insert into history (class, rid, field, op, version, record_version, value, author, identity_strength,
+                             evidence, expected_version, based_on, invocation, outcome)
+        select ${this.cls}, ${this.rid}, ${w.field}, ${w.history.op}, ${w.version}, r.record_version,
+               ${j(w.value)}::jsonb, ${w.author}, ${w.identity_strength}, ${w.evidence},
+               ${w.history.expected_version ?? null}, ${j(w.based_on)}::jsonb, ${j(w.invocation)}::jsonb, 'applied'
+        from r
+      )
+      select id, record_version from r`.execute(this.trx);
+    const row = res.rows[0];
+    this.record = { id: Number(row.id), record_version: Number(row.record_version) };
+    return { record_version: Number(row.record_version), created };
+  }
+
+  async insertHistory(row: HistoryInsert) {
+    await insertHistory(this.trx, row, this.record ? this.record.record_version : null);
+  }
+}
+
+/**
+ * Insert one history row. `recordVersion` null means "look it up": a rejected write carries
+ * the record version only when the record already existed.
+ */
+async function insertHistory(db: Kysely<any>, row: HistoryInsert, recordVersion: number | null) {
+  const v = row.value;
+  const value = v.kind === 'whole' ? j(v.value) : null;
+  const size = v.kind === 'digest' ? v.size : null;
+  const digest = v.kind === 'digest' ? v.sha256 : null;
+  const rv =
+    recordVersion !== null
+      ? sql`${recordVersion}::bigint`
+      : sql`(select record_version from records where class = ${row.class} and rid = ${row.rid})`;
+  await sql`
+    insert into history (class, rid, field, op, version, record_version, value, value_size, value_sha256, author,
+                         identity_strength, evidence, expected_version, based_on, invocation, outcome)
+    values (${row.class}, ${row.rid}, ${row.field}, ${row.op}, ${row.version ?? null}, ${rv}, ${value}::jsonb,
+            ${size}, ${digest}, ${row.author}, ${row.identity_strength}, ${row.evidence ?? null},
+            ${row.expected_version ?? null}, ${j(row.based_on ?? null)}::jsonb, ${j(row.invocation ?? null)}::jsonb,
+            ${row.outcome})`.execute(db);
+}

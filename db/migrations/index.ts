@@ -1,0 +1,16 @@
+/**
+ * Ordered migrations, bundled as modules (no file system at run time, so they bundle for
+ * Workers too). Append new ones; never reorder or edit applied ones.
+ */
+import * as m0001 from './0001_init.js';
+
+export interface Migration {
+  version: number;
+  name: string;
+  up: string;
+}
+
+export const migrations: Migration[] = [m0001];
+
+/** The schema version this build expects; /readyz is 200 only when it is present. */
+export const SCHEMA_VERSION = migrations[migrations.length - 1].version;

@@ -1,0 +1,168 @@
+/**
+ * The database port: what handlers need from storage, named by their need (style habit 6).
+ * Handlers import only these types; `db/kysely` implements them over PostgreSQL.
+ */
+
+/** A premise as stored: `{ field, version, kind?, inferred? }`. */
+export interface StoredPremise {
+  field: string;
+  version: number;
+  kind?: string;
+  inferred?: boolean;
+}
+
+export interface EntryRow {
+  seq: number;
+  value: unknown;
+  author: string;
+  identity_strength: string | null;
+  evidence: string | null;
+  based_on: StoredPremise[] | null;
+  invocation: Record<string, unknown> | null;
+  created_at: Date;
+}
+
+export interface FieldRow {
+  name: string;
+  kind: string;
+  value: unknown;
+  version: number;
+  /** The record version this field's last applied write produced. */
+  record_version: number;
+  author: string | null;
+  identity_strength: string | null;
+  evidence: string | null;
+  based_on: StoredPremise[] | null;
+  invocation: Record<string, unknown> | null;
+  updated_at: Date;
+  owner: string | null;
+  lease_expires_at: Date | null;
+  lease_lapsed: boolean;
+  /** Append fields only, newest last; capped by the read's entriesLimit. */
+  entries?: EntryRow[];
+}
+
+export interface RecordRow {
+  id: number;
+  class: string;
+  rid: string;
+  record_version: number;
+  created_at: Date;
+  fields: FieldRow[];
+}
+
+/** How a history row keeps the written value. */
+export type HistoryValue =
+  | { kind: 'none' }
+  | { kind: 'whole'; value: unknown }
+  | { kind: 'digest'; size: number; sha256: string };
+
+export interface HistoryInsert {
+  class: string;
+  rid: string;
+  field: string;
+  op: 'put' | 'append' | 'claim' | 'release' | 'takeover';
+  outcome: string;
+  version?: number | null;
+  value: HistoryValue;
+  author: string;
+  identity_strength: string | null;
+  evidence?: string | null;
+  expected_version?: number | null;
+  based_on?: StoredPremise[] | null;
+  invocation?: Record<string, unknown> | null;
+}
+
+export interface HistoryRow {
+  seq: number;
+  field: string;
+  op: string;
+  version: number | null;
+  record_version: number | null;
+  value: unknown;
+  value_size: number | null;
+  value_sha256: string | null;
+  author: string;
+  identity_strength: string | null;
+  evidence: string | null;
+  expected_version: number | null;
+  based_on: StoredPremise[] | null;
+  invocation: Record<string, unknown> | null;
+  outcome: string;
+  created_at: Date;
+}
+
+/** The new state of one field after an applied write. */
+export interface FieldWrite {
+  field: string;
+  kind: string;
+  value: unknown;
+  version: number;
+  author: string;
+  identity_strength: string;
+  evidence: string | null;
+  based_on: StoredPremise[] | null;
+  invocation: Record<string, unknown> | null;
+  /** History row written with the change (outcome `applied`). */
+  history: Pick<HistoryInsert, 'op' | 'expected_version'>;
+}
+
+/** A locked record inside a write transaction (checks from HELD onward run here). */
+export interface WriteTx {
+  /** The locked record, or null when it does not exist yet (creation is serialised). */
+  readonly record: { id: number; record_version: number } | null;
+  /** Current rows of the fields asked for when the transaction began. */
+  readonly fields: ReadonlyMap<string, FieldRow>;
+  /** The database clock at lock time: leases are judged by it so replicas agree. */
+  readonly dbNow: Date;
+  /** Apply a field write, raise record_version (creating the record) and add its history row. */
+  applyField(w: FieldWrite): Promise<{ record_version: number; created: boolean }>;
+  /** Add a rejection's history row; committed with the transaction. */
+  insertHistory(row: HistoryInsert): Promise<void>;
+}
+
+export interface ClassRow {
+  name: string;
+  namespace: string;
+  spec: unknown;
+  gone: boolean;
+  status: unknown;
+  updated_at: Date;
+}
+
+/** What the reconciler decided for one manifest. */
+export interface ClassUpsert {
+  name: string;
+  namespace: string;
+  spec: unknown;
+}
+
+export interface Db {
+  /** Read a record with the named fields (null = all written fields). */
+  readRecord(
+    cls: string,
+    rid: string,
+    opts: { fields: string[] | null; entriesLimit: number | null },
+  ): Promise<RecordRow | null>;
+  /** History newest first, restricted to `fields` (null = all), rows with seq < beforeSeq. */
+  readHistory(
+    cls: string,
+    rid: string,
+    opts: { fields: string[] | null; beforeSeq: number | null; limit: number },
+  ): Promise<HistoryRow[]>;
+  /** True when the record exists or any history row names it. */
+  recordOrHistoryExists(cls: string, rid: string): Promise<boolean>;
+  /** A rejection decided before the write transaction (scope, identity): one statement. */
+  insertRejection(row: HistoryInsert): Promise<void>;
+  /**
+   * Run `fn` in one transaction holding the record's row lock (or, for a record that does
+   * not exist yet, a lock on its name), with the named fields read under that lock.
+   * A rejection returned by `fn` commits its history row; a throw rolls everything back.
+   */
+  write<T>(cls: string, rid: string, fieldNames: string[], fn: (tx: WriteTx) => Promise<T>): Promise<T>;
+  listClasses(): Promise<ClassRow[]>;
+  /** Upsert live classes and mark every other class gone, in one transaction. */
+  applyClasses(live: ClassUpsert[], refused: { name: string; reason: string }[], markGone: boolean): Promise<void>;
+  /** A value of the kslate_meta table (e.g. the cursor key). */
+  meta(key: string): Promise<string | null>;
+}

@@ -1,0 +1,23 @@
+/** class: GET /v1/classes/{name} — the class definition; needs a role in the class. */
+import type { Ctx } from './context.js';
+import { authorize, type Outcome } from './pipeline.js';
+
+export async function getClass(ctx: Ctx, input: { name: string }): Promise<Outcome> {
+  const { cls } = await authorize(ctx, input.name, 'read');
+  const s = cls.spec;
+  return {
+    status: 200,
+    body: {
+      name: cls.name,
+      namespace: cls.namespace,
+      fields: s.fields,
+      roles: s.roles,
+      ttl: s.ttl ?? null,
+      checkpoint: s.checkpoint ?? { sections: [], requiredForResolve: [] },
+      idPattern: s.idPattern ?? null,
+      minIdentityStrength: s.minIdentityStrength ?? 'shared-secret',
+      requireEvidence: s.requireEvidence ?? false,
+      gone: cls.gone,
+    },
+  };
+}

@@ -1,0 +1,13 @@
+/** classes: GET /v1/classes — the classes in which the caller has a role. */
+import { rolesOf } from './class-registry.js';
+import type { Ctx } from './context.js';
+import type { Outcome } from './pipeline.js';
+
+export async function classes(ctx: Ctx): Promise<Outcome> {
+  const all = await ctx.classes.list();
+  const mine = all
+    .filter((c) => rolesOf(c, ctx.identity.author).length > 0)
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((c) => (c.gone ? { name: c.name, gone: true } : { name: c.name }));
+  return { status: 200, body: { classes: mine } };
+}

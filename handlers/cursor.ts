@@ -1,0 +1,79 @@
+/**
+ * Opaque, authenticated cursors (`before`, `after`): a payload plus an HMAC-SHA-256 made with
+ * a key kept in the database, so every replica accepts the others' cursors and a cursor the
+ * gateway did not issue is MALFORMED (decisions §4). Web Crypto only, so it runs on Workers.
+ */
+import { SvcError } from './errors.js';
+
+export interface CursorPayload {
+  /** What the cursor continues: `before` (history) or `after` (query). */
+  t: 'before' | 'after';
+  /** What it is bound to (class/record, filters), so it cannot be replayed elsewhere. */
+  b: string;
+  /** Position: the last seq or record id returned. */
+  p: number;
+}
+
+const keys = new Map<string, Promise<CryptoKey>>();
+const enc = new TextEncoder();
+
+function hmacKey(secret: string): Promise<CryptoKey> {
+  let k = keys.get(secret);
+  if (!k) {
+    k = crypto.subtle.importKey('raw', enc.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+      'sign',
+      'verify',
+    ]);
+    keys.set(secret, k);
+  }
+  return k;
+}
+
+function b64url(bytes: Uint8Array): string {
+  let s = '';
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function unb64url(s: string): Uint8Array<ArrayBuffer> {
+  if (!/^[A-Za-z0-9_-]*$/.test(s)) throw new Error('not base64url');
+  const bin = atob(s.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (s.length % 4)) % 4));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+export async function encodeCursor(secret: string, payload: CursorPayload): Promise<string> {
+  const body = enc.encode(JSON.stringify(payload));
+  const sig = new Uint8Array(await crypto.subtle.sign('HMAC', await hmacKey(secret), body));
+  return `${b64url(body)}.${b64url(sig)}`;
+}
+
+/** Verify and decode; MALFORMED unless this gateway issued it for the same `t` and `b`. */
+export async function decodeCursor(
+  secret: string,
+  cursor: string,
+  expect: { t: CursorPayload['t']; b: string },
+  where: Record<string, unknown>,
+): Promise<number> {
+  const bad = () =>
+    new SvcError('MALFORMED', `The \`${expect.t}\` cursor was not issued by this service for this request; send the ${expect.t === 'before' ? 'next_before' : 'next_after'} value from a previous response.`, where);
+  const parts = cursor.split('.');
+  if (parts.length !== 2 || cursor.length > 2048) throw bad();
+  let body: Uint8Array<ArrayBuffer>;
+  let sig: Uint8Array<ArrayBuffer>;
+  try {
+    body = unb64url(parts[0]);
+    sig = unb64url(parts[1]);
+  } catch {
+    throw bad();
+  }
+  const ok = await crypto.subtle.verify('HMAC', await hmacKey(secret), sig, body);
+  if (!ok) throw bad();
+  let payload: CursorPayload;
+  try {
+    payload = JSON.parse(new TextDecoder().decode(body)) as CursorPayload;
+  } catch {
+    throw bad();
+  }
+  if (payload.t !== expect.t || payload.b !== expect.b || !Number.isSafeInteger(payload.p)) throw bad();
+  return payload.p;
+}

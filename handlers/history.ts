@@ -1,0 +1,92 @@
+/** history: GET /v1/records/{class}/{id}/history?field=&limit=N&before=<cursor> (HTTP only). */
+import type { HistoryRow } from '../db/port.js';
+import type { Ctx } from './context.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { SvcError } from './errors.js';
+import { formatTime } from './format.js';
+import { authorize, checkRecordId, readableFields, requireReadable, resolveField, type Outcome } from './pipeline.js';
+
+export interface HistoryInput {
+  class: string;
+  id: string;
+  field?: string;
+  limit?: string | number;
+  before?: string;
+}
+
+export const HISTORY_LIMIT_DEFAULT = 1000;
+export const HISTORY_LIMIT_MAX = 10_000;
+
+export async function history(ctx: Ctx, input: HistoryInput): Promise<Outcome> {
+  const access = await authorize(ctx, input.class, 'read', input.id);
+  checkRecordId(access, input.id);
+  const where = { record: access.record };
+
+  let fields: string[];
+  if (input.field !== undefined) {
+    resolveField(access, input.field);
+    requireReadable(access, input.field);
+    fields = [input.field];
+  } else {
+    fields = readableFields(access);
+  }
+
+  const limit = parseLimit(input.limit, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, where);
+  // The cursor is bound to this record and field filter, so it cannot page another one.
+  const binding = `${input.class}/${input.id}#${input.field ?? ''}`;
+  const key = await ctx.cursorKey();
+  const beforeSeq =
+    input.before === undefined ? null : await decodeCursor(key, input.before, { t: 'before', b: binding }, where);
+
+  const allReadable = input.field === undefined && fields.length === access.cls.fields.size;
+  const rows = await ctx.db.readHistory(input.class, input.id, {
+    fields: allReadable ? null : fields,
+    beforeSeq,
+    limit: limit + 1,
+  });
+  if (rows.length === 0 && beforeSeq === null && !(await ctx.db.recordOrHistoryExists(input.class, input.id))) {
+    throw new SvcError('NOT_FOUND', `Record ${access.record} does not exist and has no history.`, where);
+  }
+  const page = rows.slice(0, limit);
+  const body: Record<string, unknown> = { record: access.record, history: page.map(renderHistoryRow) };
+  if (rows.length > limit) {
+    body.next_before = await encodeCursor(key, { t: 'before', b: binding, p: page[page.length - 1].seq });
+  }
+  return { status: 200, body };
+}
+
+export function parseLimit(
+  raw: string | number | undefined,
+  dflt: number,
+  max: number,
+  where: Record<string, unknown>,
+): number {
+  if (raw === undefined) return dflt;
+  const n = typeof raw === 'number' ? raw : String(raw).trim() === '' ? NaN : Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > max) {
+    throw new SvcError('MALFORMED', `limit must be an integer from 1 to ${max}.`, where);
+  }
+  return n;
+}
+
+function renderHistoryRow(r: HistoryRow): Record<string, unknown> {
+  const out: Record<string, unknown> = { seq: r.seq, field: r.field, op: r.op };
+  if (r.version !== null) out.version = r.version;
+  if (r.record_version !== null) out.record_version = r.record_version;
+  if (r.value_sha256 !== null) {
+    // Over 64 KiB on a scope/evidence/identity rejection: only its size and digest are kept.
+    out.value_size = r.value_size;
+    out.value_sha256 = r.value_sha256;
+  } else if (r.value !== null) {
+    out.value = r.value;
+  }
+  out.author = r.author;
+  if (r.identity_strength !== null) out.identity_strength = r.identity_strength;
+  if (r.evidence !== null) out.evidence = r.evidence;
+  if (r.expected_version !== null) out.expected_version = r.expected_version;
+  if (r.based_on !== null) out.based_on = r.based_on;
+  if (r.invocation !== null) out.invocation = r.invocation;
+  out.outcome = r.outcome;
+  out.created_at = formatTime(r.created_at);
+  return out;
+}

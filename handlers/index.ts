@@ -1,0 +1,140 @@
+/**
+ * The operation table: every transport mounts these and nothing else (style habit 2), and
+ * `invoke` is the one instrumentation point (latency, rejection counts, fault logging) that
+ * HTTP, MCP and gRPC all pass through.
+ */
+import type { Ctx } from './context.js';
+import { SvcError } from './errors.js';
+import { classes } from './classes.js';
+import { getClass } from './class.js';
+import { get } from './get.js';
+import { history } from './history.js';
+import { put } from './put.js';
+import type { Outcome } from './pipeline.js';
+import type { RawBody } from './body.js';
+
+export type Handler<I> = (ctx: Ctx, input: I) => Promise<Outcome>;
+
+/** What the HTTP transport knows of a request: path parameters, query string and raw body. */
+export interface HttpInput {
+  params: Record<string, string>;
+  query: Record<string, string>;
+  body: RawBody;
+}
+
+export interface Operation<I = any> {
+  name: string;
+  method: 'GET' | 'PUT' | 'POST';
+  /** Hono-style path. */
+  path: string;
+  /** Writes are timed in svc_write_latency_seconds and are the only ones reading a body. */
+  write: boolean;
+  handler: Handler<I>;
+  /** Translate an HTTP request into the handler's input: names only, no checks. */
+  fromHttp(req: HttpInput): I;
+}
+
+const op = <I>(o: Operation<I>) => o;
+
+export const operations = {
+  classes: op({
+    name: 'classes',
+    method: 'GET',
+    path: '/v1/classes',
+    write: false,
+    handler: (ctx) => classes(ctx),
+    fromHttp: () => ({}),
+  }),
+  class: op({
+    name: 'class',
+    method: 'GET',
+    path: '/v1/classes/:name',
+    write: false,
+    handler: getClass,
+    fromHttp: ({ params }) => ({ name: params.name }),
+  }),
+  history: op({
+    name: 'history',
+    method: 'GET',
+    path: '/v1/records/:class/:id/history',
+    write: false,
+    handler: history,
+    fromHttp: ({ params, query }) => ({
+      class: params.class,
+      id: params.id,
+      field: query.field,
+      limit: query.limit,
+      before: query.before,
+    }),
+  }),
+  get: op({
+    name: 'get',
+    method: 'GET',
+    path: '/v1/records/:class/:id',
+    write: false,
+    handler: get,
+    fromHttp: ({ params, query }) => ({
+      class: params.class,
+      id: params.id,
+      fields: query.fields,
+      entries_limit: query.entries_limit,
+    }),
+  }),
+  put: op({
+    name: 'put',
+    method: 'PUT',
+    path: '/v1/records/:class/:id/fields/:field',
+    write: true,
+    handler: put,
+    fromHttp: ({ params, body }) => ({ class: params.class, id: params.id, field: params.field, body }),
+  }),
+};
+
+/** Rejection codes whose outcomes already reach history with their own names. */
+const OUTCOME_OF: Record<string, string> = {
+  STALE: 'stale',
+  STALE_PREMISE: 'stale_premise',
+  HELD: 'held',
+  SCOPE_DENIED: 'scope_denied',
+  WEAK_IDENTITY: 'weak_identity',
+  EVIDENCE_REQUIRED: 'evidence_required',
+  IDENTITY_MISMATCH: 'identity_mismatch',
+};
+
+/**
+ * Run one operation: returns the outcome, or throws a SvcError (an unknown fault becomes
+ * INTERNAL with the request id; its cause is logged, never echoed).
+ */
+export async function invoke<I>(op: Operation<I>, ctx: Ctx, input: I): Promise<Outcome> {
+  const started = performance.now();
+  try {
+    return await op.handler(ctx, input);
+  } catch (e) {
+    const err = asSvcError(e, ctx);
+    if (err.code !== 'INTERNAL' && err.code !== 'UNAVAILABLE') {
+      ctx.metrics.rejection(
+        ctx.trace.class ?? '',
+        ctx.trace.field ?? '',
+        ctx.trace.role ?? '',
+        OUTCOME_OF[err.code] ?? err.code.toLowerCase(),
+      );
+    }
+    throw err;
+  } finally {
+    if (op.write) ctx.metrics.writeLatency((performance.now() - started) / 1000);
+  }
+}
+
+export function asSvcError(e: unknown, ctx: Pick<Ctx, 'log' | 'requestId'>): SvcError {
+  if (e instanceof SvcError) {
+    if (e.code === 'UNAVAILABLE') ctx.log.warn(e.message, { request_id: ctx.requestId });
+    return e;
+  }
+  ctx.log.error('internal fault', {
+    request_id: ctx.requestId,
+    error: e instanceof Error ? (e.stack ?? e.message) : String(e),
+  });
+  return new SvcError('INTERNAL', `Internal error; report request id ${ctx.requestId} to the operator.`, {
+    request_id: ctx.requestId,
+  });
+}

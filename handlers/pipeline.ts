@@ -1,0 +1,375 @@
+/**
+ * The rejection order of the specification, as one explicit pipeline shared by every
+ * operation. Reads use steps 2–7; writes run `runWrite`, whose steps from HELD onward run
+ * inside the write transaction under the record's row lock.
+ *
+ *  1 UNAUTHENTICATED (transport, before any handler)   8 WEAK_IDENTITY
+ *  2 NOT_FOUND (class)                                  9 NOT_WRITABLE / NOT_APPEND_FIELD / NOT_TASK_FIELD
+ *  3 NO_ROLE                                           10 IDENTITY_MISMATCH
+ *  4 CLASS_GONE (writes)                                  MALFORMED body, type and enum
+ *  5 MALFORMED (record id)                             11 HELD            ┐
+ *  6 UNKNOWN_FIELD                                     12 EVIDENCE_REQUIRED│ in the transaction,
+ *  7 SCOPE_DENIED                                      13 STALE            │ under the row lock
+ *                                                         INVALID_CHECKPOINT (gate)
+ *                                                      14 STALE_PREMISE   ┘
+ */
+import type { FieldRow, HistoryInsert, HistoryValue, StoredPremise, WriteTx } from '../db/port.js';
+import { lenientObject, type RawBody } from './body.js';
+import { rolesOf, type CompiledClass, type CompiledRole } from './class-registry.js';
+import type { Ctx } from './context.js';
+import { SvcError } from './errors.js';
+import { byteLength, KIB, sha256Hex } from './format.js';
+import { strengthAtLeast } from './strength.js';
+import type { FieldDef, Strength } from './types.js';
+
+/** What a handler returns; transports turn it into their own response. */
+export interface Outcome {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** The caller's standing in a class after steps 2–4. */
+export interface Access {
+  cls: CompiledClass;
+  roles: CompiledRole[];
+  /** `<class>/<id>` when the request names a record. */
+  record?: string;
+}
+
+export const MAX_ID_BYTES = 256;
+
+// ---- steps 2–4 -------------------------------------------------------------------------
+
+export async function authorize(
+  ctx: Ctx,
+  className: string,
+  mode: 'read' | 'write',
+  id?: string,
+): Promise<Access> {
+  ctx.trace.class = className;
+  const record = id === undefined ? undefined : `${className}/${id}`;
+  const where = record ? { record } : { class: className };
+  const cls = await ctx.classes.get(className);
+  if (!cls) throw new SvcError('NOT_FOUND', `No class named "${className}"; GET /v1/classes lists the classes you can use.`, where);
+  const roles = rolesOf(cls, ctx.identity.author);
+  // NO_ROLE tells nothing about the class (no fields, no roles).
+  if (roles.length === 0) {
+    throw new SvcError('NO_ROLE', `${ctx.identity.author} has no role in class "${className}"; ask its owner to add you to a role.`, where);
+  }
+  ctx.trace.role = roles.map((r) => r.name).join(',');
+  if (mode === 'write' && cls.gone) {
+    throw new SvcError('CLASS_GONE', `Class "${className}" has been deleted; its records can still be read but not written.`, where);
+  }
+  return { cls, roles, record };
+}
+
+// ---- step 5 --------------------------------------------------------------------------
+
+export function checkRecordId(access: Access, id: string): void {
+  const where = { record: access.record };
+  if (id.length === 0) throw new SvcError('MALFORMED', 'The record id is empty; name a record as <class>/<id>.', where);
+  if (id.includes('/')) throw new SvcError('MALFORMED', 'A record id may not contain "/".', where);
+  if (byteLength(id) > MAX_ID_BYTES) {
+    throw new SvcError('MALFORMED', `The record id is longer than ${MAX_ID_BYTES} bytes.`, where);
+  }
+  const re = access.cls.idPattern;
+  if (re && !re.test(id)) {
+    throw new SvcError('MALFORMED', `The record id "${id}" does not match the class idPattern ${access.cls.spec.idPattern}.`, where);
+  }
+}
+
+// ---- step 6 ----------------------------------------------------------------------------
+
+export function resolveField(access: Access, name: string): FieldDef {
+  const def = access.cls.fields.get(name);
+  if (!def) {
+    throw new SvcError(
+      'UNKNOWN_FIELD',
+      `Class "${access.cls.name}" has no field "${name}"; GET /v1/classes/${access.cls.name} lists its fields.`,
+      { record: access.record, field: name },
+    );
+  }
+  return def;
+}
+
+// ---- step 7 ----------------------------------------------------------------------------
+
+export function canRead(access: Access, field: string): boolean {
+  return access.roles.some((r) => r.readAll || r.read.has(field));
+}
+
+export function canWrite(access: Access, field: string): boolean {
+  return access.roles.some((r) => r.writeAll || r.write.has(field));
+}
+
+/** Every field the caller's roles may read, in class order. */
+export function readableFields(access: Access): string[] {
+  return [...access.cls.fields.keys()].filter((f) => canRead(access, f));
+}
+
+export function requireReadable(access: Access, field: string): void {
+  if (!canRead(access, field)) {
+    throw new SvcError('SCOPE_DENIED', `Your role in class "${access.cls.name}" may not read field "${field}".`, {
+      record: access.record,
+      field,
+    });
+  }
+}
+
+// ---- step 8 ----------------------------------------------------------------------------
+
+/** The class floor (no `field` in the body) then the field's own floor. */
+export function strengthRejection(ctx: Ctx, access: Access, field: string | null, def: FieldDef | null): SvcError | null {
+  const presented = ctx.identity.strength;
+  const floor = access.cls.spec.minIdentityStrength;
+  if (floor && !strengthAtLeast(presented, floor)) {
+    return weak(access, floor, presented, null);
+  }
+  if (field && def?.minIdentityStrength && !strengthAtLeast(presented, def.minIdentityStrength)) {
+    return weak(access, def.minIdentityStrength, presented, field);
+  }
+  return null;
+}
+
+function weak(access: Access, required: Strength, presented: Strength, field: string | null): SvcError {
+  const target = field ? `field "${field}"` : `class "${access.cls.name}"`;
+  return new SvcError(
+    'WEAK_IDENTITY',
+    `Writes to ${target} need an identity of strength ${required} or stronger; yours is ${presented}. Use a stronger credential (e.g. a service-account token).`,
+    { record: access.record, ...(field ? { field } : {}), required, presented },
+  );
+}
+
+// ---- the write pipeline ------------------------------------------------------------------
+
+/** A rejection decided in the write transaction, with the history row to commit. */
+export interface Rejection {
+  error: SvcError;
+  outcome: string;
+  /** How the row keeps the value: whole for STALE/STALE_PREMISE, capped for the rest. */
+  keep: 'whole' | 'capped' | 'none';
+}
+
+/** What each write operation plugs into the shared pipeline. */
+export interface WriteOp<B> {
+  op: 'put' | 'append' | 'claim';
+  /** Step 9: the field's kind must suit the operation. */
+  kindError(access: Access, field: string, def: FieldDef): SvcError | null;
+  /** MALFORMED body shape: runs after step 10, where the body is first needed. */
+  parse(raw: RawBody, access: Access, field: string, def: FieldDef): B;
+  /** Type and enum of the value (put, append): after the premises' fields are resolved. */
+  checkValue?(b: B, access: Access, field: string, def: FieldDef): void;
+  /** What a rejection's history row records from a body that may be unparseable. */
+  lenient(body: Record<string, unknown>): WriteFacts;
+  /** What an applied or in-transaction rejection row records from the parsed body. */
+  facts(b: B): WriteFacts;
+  /** Premises to check and record (explicit based_on for now). */
+  premises(b: B): StoredPremise[] | null;
+  /** Step 11 (claim only). */
+  held?(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string): Rejection | null;
+  /** Step 12: does the class or field want evidence here? */
+  needsEvidence: boolean;
+  /** Step 13 (versioned put). */
+  stale?(tx: WriteTx, b: B, access: Access, field: string, def: FieldDef): Rejection | null;
+  /** The resolve gate between STALE and STALE_PREMISE (put). */
+  gate?(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string): Promise<Rejection | null>;
+  /** Everything passed: change the field. */
+  apply(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string, def: FieldDef): Promise<Outcome>;
+}
+
+/** What a history row records about a write attempt. */
+export interface WriteFacts {
+  value?: unknown;
+  hasValue: boolean;
+  evidence?: string | null;
+  expected_version?: number | null;
+  based_on?: StoredPremise[] | null;
+  invocation?: Record<string, unknown> | null;
+}
+
+export interface WriteInput {
+  className: string;
+  id: string;
+  field: string;
+  body: RawBody;
+}
+
+export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): Promise<Outcome> {
+  const { className, id, field } = input;
+  const access = await authorize(ctx, className, 'write', id); // 2–4
+  checkRecordId(access, id); // 5
+  const def = resolveField(access, field); // 6
+  ctx.trace.field = field;
+
+  const reject = async (error: SvcError, outcome: string, facts: WriteFacts): Promise<never> => {
+    await ctx.db.insertRejection(await historyRow(ctx, className, id, field, op.op, outcome, facts, 'capped'));
+    throw error;
+  };
+
+  if (!canWrite(access, field)) {
+    // 7: a write outside the role leaves a history row, then SCOPE_DENIED.
+    await reject(
+      new SvcError('SCOPE_DENIED', `Your role in class "${className}" may not write field "${field}".`, {
+        record: access.record,
+        field,
+      }),
+      'scope_denied',
+      op.lenient(lenientObject(input.body)),
+    );
+  }
+  const weakErr = strengthRejection(ctx, access, field, def); // 8
+  if (weakErr) await reject(weakErr, 'weak_identity', op.lenient(lenientObject(input.body)));
+
+  const kindErr = op.kindError(access, field, def); // 9
+  if (kindErr) throw kindErr;
+
+  // 10 IDENTITY_MISMATCH arrives with scope ownership (premise inference).
+
+  const b = op.parse(input.body, access, field, def); // MALFORMED body
+  const facts = op.facts(b);
+  const premises = op.premises(b) ?? [];
+  for (const p of premises) {
+    // decisions §3: a premise on an unknown field is UNKNOWN_FIELD, on an unreadable one SCOPE_DENIED.
+    resolveField(access, p.field);
+    requireReadable(access, p.field);
+  }
+  op.checkValue?.(b, access, field, def); // type and enum
+
+  const lockNames = [field, ...premises.map((p) => p.field)];
+  const result = await ctx.db.write(className, id, [...new Set(lockNames)], async (tx) => {
+    const rejected = async (r: Rejection) => {
+      await tx.insertHistory(await historyRow(ctx, className, id, field, op.op, r.outcome, facts, r.keep));
+      return r.error;
+    };
+    const held = op.held?.(tx, b, ctx, access, field); // 11
+    if (held) return rejected(held);
+    if (op.needsEvidence && (access.cls.spec.requireEvidence || def.requireEvidence)) {
+      // 12
+      if (typeof facts.evidence !== 'string' || facts.evidence.trim() === '') {
+        return rejected({
+          error: new SvcError(
+            'EVIDENCE_REQUIRED',
+            `Writes to field "${field}" of class "${className}" need \`evidence\`: say what the value is based on.`,
+            { record: access.record, field },
+          ),
+          outcome: 'evidence_required',
+          keep: 'capped',
+        });
+      }
+    }
+    const stale = op.stale?.(tx, b, access, field, def); // 13
+    if (stale) return rejected(stale);
+    const gate = await op.gate?.(tx, b, ctx, access, field); // checkpoint gate
+    if (gate) return rejected(gate);
+    const movedRejection = premiseRejection(tx, access, field, premises); // 14
+    if (movedRejection) return rejected(movedRejection);
+    return op.apply(tx, b, ctx, access, field, def);
+  });
+  if (result instanceof SvcError) throw result;
+  return result;
+}
+
+/** Step 14: premises whose field moved since the version the writer read. */
+function premiseRejection(tx: WriteTx, access: Access, field: string, premises: StoredPremise[]): Rejection | null {
+  const moved = [];
+  for (const p of premises) {
+    const cur = tx.fields.get(p.field);
+    const curVersion = cur?.version ?? 0;
+    if (curVersion !== p.version) {
+      moved.push({
+        field: p.field,
+        your_version: p.version,
+        current_version: curVersion,
+        current_author: cur?.author ?? null,
+        current_evidence: cur?.evidence ?? null,
+      });
+    }
+  }
+  if (moved.length === 0) return null;
+  const own = tx.fields.get(field);
+  return {
+    error: new SvcError(
+      'STALE_PREMISE',
+      `The write rests on ${moved.map((m) => `"${m.field}"`).join(', ')}, which moved since you read ${moved.length > 1 ? 'them' : 'it'}; re-read the record and decide again.`,
+      {
+        record: access.record,
+        field,
+        current_version: own?.version ?? 0,
+        current_author: own?.author ?? null,
+        moved,
+      },
+    ),
+    outcome: 'stale_premise',
+    keep: 'whole',
+  };
+}
+
+/** Build a history row; `capped` keeps the value up to 64 KiB, then its size and SHA-256. */
+export async function historyRow(
+  ctx: Ctx,
+  cls: string,
+  rid: string,
+  field: string,
+  op: HistoryInsert['op'],
+  outcome: string,
+  facts: WriteFacts,
+  keep: Rejection['keep'],
+): Promise<HistoryInsert> {
+  let value: HistoryValue = { kind: 'none' };
+  if (facts.hasValue && keep !== 'none') {
+    const text = JSON.stringify(facts.value);
+    const size = byteLength(text);
+    value =
+      keep === 'capped' && size > 64 * KIB
+        ? { kind: 'digest', size, sha256: await sha256Hex(text) }
+        : { kind: 'whole', value: facts.value };
+  }
+  return {
+    class: cls,
+    rid,
+    field,
+    op,
+    outcome,
+    value,
+    author: ctx.identity.author,
+    identity_strength: ctx.identity.strength,
+    evidence: typeof facts.evidence === 'string' ? facts.evidence : null,
+    expected_version: typeof facts.expected_version === 'number' ? facts.expected_version : null,
+    based_on: facts.based_on ?? null,
+    invocation: facts.invocation ?? null,
+  };
+}
+
+/** The wire shape of a field value (get, query). */
+export function renderField(f: FieldRow, fmt: (d: Date) => string): Record<string, unknown> {
+  if (f.kind === 'append') {
+    return {
+      version: f.version,
+      entries: (f.entries ?? []).map((e) => ({
+        seq: e.seq,
+        value: e.value,
+        author: e.author,
+        ...(e.identity_strength ? { identity_strength: e.identity_strength } : {}),
+        ...(e.evidence !== null ? { evidence: e.evidence } : {}),
+        updated_at: fmt(e.created_at),
+        ...(e.based_on ? { based_on: e.based_on } : {}),
+        ...(e.invocation ? { invocation: e.invocation } : {}),
+      })),
+    };
+  }
+  const out: Record<string, unknown> = {};
+  if (f.kind !== 'task') out.value = f.value;
+  out.version = f.version;
+  if (f.author) out.author = f.author;
+  if (f.identity_strength) out.identity_strength = f.identity_strength;
+  if (f.evidence !== null) out.evidence = f.evidence;
+  if (f.based_on) out.based_on = f.based_on;
+  if (f.invocation) out.invocation = f.invocation;
+  out.updated_at = fmt(f.updated_at);
+  if (f.kind === 'task' && f.owner) {
+    out.owner = f.owner;
+    if (f.lease_expires_at) out.lease_expires_at = fmt(f.lease_expires_at);
+  }
+  if (f.kind === 'task' && f.lease_lapsed) out.lease_lapsed = true;
+  return out;
+}

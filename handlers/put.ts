@@ -1,0 +1,183 @@
+/**
+ * put: PUT /v1/records/{class}/{id}/fields/{field} — write a versioned or soft field.
+ * Versioned fields compare `expected_version` under the row lock (STALE with a diff);
+ * soft fields ignore it.
+ */
+import * as v from 'valibot';
+import { createTwoFilesPatch } from 'diff';
+import type { FieldRow } from '../db/port.js';
+import { basedOnSchema, bodyObject, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
+import type { Ctx } from './context.js';
+import { SvcError } from './errors.js';
+import { byteLength, formatTime, KIB } from './format.js';
+import { canRead, runWrite, type Outcome, type Rejection, type WriteFacts, type WriteOp } from './pipeline.js';
+import { valueProblem } from './values.js';
+
+export interface PutInput {
+  class: string;
+  id: string;
+  field: string;
+  body: RawBody;
+}
+
+const putBody = v.strictObject({
+  value: v.unknown(),
+  expected_version: v.optional(v.unknown()),
+  evidence: evidenceSchema,
+  based_on: basedOnSchema,
+  invocation: invocationSchema,
+});
+
+interface PutBody {
+  value: unknown;
+  expected_version: number | null;
+  evidence: string | null;
+  based_on: { field: string; version: number; kind?: string }[] | undefined;
+  invocation: Record<string, unknown> | null;
+  soft: boolean;
+}
+
+const DIFF_LIMIT_BYTES = 64 * KIB;
+const DIFF_LIMIT_LINES = 500;
+
+/** Unified diff of the two values as pretty-printed JSON, or a note when either is too big. */
+export function staleDiff(current: unknown, proposed: unknown): string {
+  const a = JSON.stringify(current, null, 2) ?? 'null';
+  const b = JSON.stringify(proposed, null, 2) ?? 'null';
+  const tooBig = (s: string) => byteLength(s) > DIFF_LIMIT_BYTES || s.split('\n').length > DIFF_LIMIT_LINES;
+  if (tooBig(a) || tooBig(b)) {
+    return `(diff omitted: a value is over 64 KiB or 500 lines; compare current_value with your value)`;
+  }
+  return createTwoFilesPatch('current', 'proposed', a + '\n', b + '\n', undefined, undefined, { context: 3 }) ?? '';
+}
+
+const putOp: WriteOp<PutBody> = {
+  op: 'put',
+  needsEvidence: true,
+
+  kindError(access, field, def) {
+    if (def.kind === 'versioned' || def.kind === 'soft') return null;
+    const how = def.kind === 'append' ? 'POST .../entries (append)' : 'PUT .../claim (claim)';
+    return new SvcError('NOT_WRITABLE', `Field "${field}" is a ${def.kind} field; write it with ${how}, not put.`, {
+      record: access.record,
+      field,
+    });
+  },
+
+  parse(raw, access, field, def) {
+    const where = { record: access.record, field };
+    const obj = bodyObject(raw, where);
+    const b = parseWith(putBody, obj, where);
+    if (!('value' in obj)) throw new SvcError('MALFORMED', 'The body needs `value`: the new value of the field.', where);
+    const soft = def.kind === 'soft';
+    let expected: number | null = null;
+    if (!soft) {
+      if (!('expected_version' in obj)) {
+        throw new SvcError(
+          'MALFORMED',
+          `The body needs \`expected_version\`: the version of "${field}" you last read (0 if it has no value yet).`,
+          where,
+        );
+      }
+      const ev = v.safeParse(versionSchema, obj.expected_version);
+      if (!ev.success) throw new SvcError('MALFORMED', 'expected_version: must be an integer 0 or more.', where);
+      expected = ev.output;
+    }
+    return {
+      value: b.value,
+      expected_version: expected,
+      evidence: b.evidence ?? null,
+      based_on: b.based_on,
+      invocation: b.invocation ?? null,
+      soft,
+    };
+  },
+
+  checkValue(b, access, field, def) {
+    const problem = valueProblem(def, b.value);
+    if (problem) {
+      throw new SvcError('MALFORMED', `value: ${problem} (field "${field}").`, { record: access.record, field });
+    }
+  },
+
+  lenient(body): WriteFacts {
+    return {
+      hasValue: 'value' in body,
+      value: body.value,
+      evidence: typeof body.evidence === 'string' ? body.evidence : null,
+      expected_version: Number.isSafeInteger(body.expected_version) ? (body.expected_version as number) : null,
+      invocation:
+        body.invocation && typeof body.invocation === 'object' && !Array.isArray(body.invocation)
+          ? (body.invocation as Record<string, unknown>)
+          : null,
+    };
+  },
+
+  facts(b): WriteFacts {
+    return {
+      hasValue: true,
+      value: b.value,
+      evidence: b.evidence,
+      expected_version: b.expected_version,
+      based_on: b.based_on ?? null,
+      invocation: b.invocation,
+    };
+  },
+
+  premises(b) {
+    return b.based_on ?? null;
+  },
+
+  stale(tx, b, access, field): Rejection | null {
+    if (b.soft) return null;
+    const cur = tx.fields.get(field);
+    const current = cur?.version ?? 0;
+    if (current === b.expected_version) return null;
+    return { error: staleError(cur, b, access, field, current), outcome: 'stale', keep: 'whole' };
+  },
+
+  async apply(tx, b, ctx, access, field, def): Promise<Outcome> {
+    const cur = tx.fields.get(field);
+    const version = (cur?.version ?? 0) + 1;
+    const res = await tx.applyField({
+      field,
+      kind: def.kind,
+      value: b.value,
+      version,
+      author: ctx.identity.author,
+      identity_strength: ctx.identity.strength,
+      evidence: b.evidence,
+      based_on: b.based_on ?? null,
+      invocation: b.invocation,
+      history: { op: 'put', expected_version: b.expected_version },
+    });
+    ctx.metrics.write(access.cls.name, field, 'applied');
+    return {
+      status: res.created ? 201 : 200,
+      body: { record: access.record, field, version, record_version: res.record_version },
+    };
+  },
+};
+
+function staleError(cur: FieldRow | undefined, b: PutBody, access: Parameters<typeof canRead>[0], field: string, current: number) {
+  // A role that may write but not read the field learns only that it moved.
+  const readable = canRead(access, field);
+  return new SvcError(
+    'STALE',
+    `Field "${field}" is at version ${current}, not ${b.expected_version}: someone wrote it since you read it. Re-read, decide again, and put with expected_version ${current}.`,
+    {
+      field,
+      your_version: b.expected_version,
+      current_version: current,
+      current_value: readable ? (cur?.value ?? null) : null,
+      current_author: readable ? (cur?.author ?? null) : null,
+      current_evidence: readable ? (cur?.evidence ?? null) : null,
+      current_updated_at: readable && cur ? formatTime(cur.updated_at) : null,
+      diff: readable ? staleDiff(cur ? cur.value : null, b.value) : '',
+    },
+  );
+}
+
+export function put(ctx: Ctx, input: PutInput): Promise<Outcome> {
+  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body }, putOp);
+}

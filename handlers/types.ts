@@ -1,0 +1,65 @@
+/**
+ * Types shared by handlers, the runtime and the worker. Pure: no runtime imports.
+ */
+
+/** How well a credential is bound to a workload (decisions §2), strongest first. */
+export type Strength = 'pod-bound' | 'sa-bound' | 'issuer-declared' | 'shared-secret';
+
+/** The caller, as worked out by an identity provider before any handler runs. */
+export interface Identity {
+  /** `<provider>:<name>`, e.g. `apikey:alice`; recorded as the author of writes. */
+  author: string;
+  /** Provider kind: `apikey`, `k8s-sa`, `oidc`. */
+  provider: string;
+  name: string;
+  strength: Strength;
+}
+
+/** One entry of the `--identity` list: answers null when the token is not its kind. */
+export interface IdentityProvider {
+  readonly kind: string;
+  authenticate(token: string): Promise<Identity | null>;
+}
+
+export type FieldKind = 'versioned' | 'soft' | 'append' | 'task';
+export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array' | 'any';
+
+/** A field definition inside a SharedContext `spec.fields` (decisions §1). */
+export interface FieldDef {
+  kind: FieldKind;
+  type?: FieldType;
+  enum?: unknown[];
+  requireEvidence?: boolean;
+  minIdentityStrength?: Strength;
+  leaseSeconds?: number;
+}
+
+export interface RoleDef {
+  subjects: string[];
+  read: string[];
+  write: string[];
+}
+
+export interface CheckpointDef {
+  sections?: string[];
+  requiredForResolve?: string[];
+}
+
+/** `spec` of a SharedContext manifest, as validated. */
+export interface ClassSpec {
+  idPattern?: string;
+  minIdentityStrength?: Strength;
+  requireEvidence?: boolean;
+  ttl?: string | null;
+  fields: Record<string, FieldDef>;
+  roles: Record<string, RoleDef>;
+  checkpoint?: CheckpointDef;
+}
+
+/** A SharedContext manifest (apiVersion kslate.dev/v1). */
+export interface ClassManifest {
+  apiVersion: 'kslate.dev/v1';
+  kind: 'SharedContext';
+  metadata: { name: string; namespace: string };
+  spec: ClassSpec;
+}

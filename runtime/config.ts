@@ -1,0 +1,117 @@
+/**
+ * Configuration, parsed once at the entry: every flag has a KSLATE_* variable (decisions §6);
+ * a bad value fails with the flag and variable named.
+ */
+import { parseArgs } from 'node:util';
+import { parseDuration } from '../handlers/class-schema.js';
+
+export interface Config {
+  databaseUrl: string | undefined;
+  listenHost: string;
+  listenPort: number;
+  grpcPort: number;
+  metricsPort: number;
+  maxConns: number;
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
+  classesDir: string | undefined;
+  sweepIntervalMs: number | undefined;
+  identity: string[];
+  apikeysFile: string | undefined;
+  trustProxy: number;
+  logLevel: string;
+  dataDir: string;
+}
+
+interface FlagSpec {
+  env: string;
+  help: string;
+  default?: string;
+}
+
+/** Every flag, its variable and its default: the README's configuration table comes from here. */
+export const FLAGS: Record<string, FlagSpec> = {
+  'database-url': { env: 'KSLATE_DATABASE_URL', help: 'PostgreSQL connection string (required for serve, sweep)' },
+  listen: { env: 'KSLATE_LISTEN', help: 'HTTP/JSON and MCP address host:port', default: '127.0.0.1:8080' },
+  'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
+  'metrics-port': { env: 'KSLATE_METRICS_PORT', help: 'metrics and /readyz port', default: '9100' },
+  'max-conns': { env: 'KSLATE_MAX_CONNS', help: 'concurrent connections', default: '4096' },
+  'tls-cert': { env: 'KSLATE_TLS_CERT', help: 'PEM certificate file; serves TLS with --tls-key' },
+  'tls-key': { env: 'KSLATE_TLS_KEY', help: 'PEM private key file' },
+  classes: { env: 'KSLATE_CLASSES', help: 'directory of SharedContext manifests to reconcile' },
+  'sweep-interval': { env: 'KSLATE_SWEEP_INTERVAL', help: 'run the sweep in-process this often (e.g. 60s)' },
+  identity: { env: 'KSLATE_IDENTITY', help: 'identity providers in order, comma-separated', default: 'k8s-sa' },
+  apikeys: { env: 'KSLATE_APIKEYS', help: 'API key file (apikeys.yaml) for the apikey provider' },
+  'trust-proxy': { env: 'KSLATE_TRUST_PROXY', help: 'number of proxy hops to trust for the client address', default: '0' },
+  'log-level': { env: 'KSLATE_LOG_LEVEL', help: 'debug, info, warn or error', default: 'info' },
+  'data-dir': { env: 'KSLATE_DATA_DIR', help: 'dev only: where the embedded PostgreSQL keeps its data', default: '.kslate' },
+};
+
+export class ConfigError extends Error {}
+
+export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env, defaults: Record<string, string> = {}): Config {
+  const options = Object.fromEntries(Object.keys(FLAGS).map((k) => [k, { type: 'string' as const }]));
+  let values: Record<string, string | undefined>;
+  try {
+    values = parseArgs({ args: argv, options, allowPositionals: false, strict: true }).values as Record<string, string | undefined>;
+  } catch (e) {
+    throw new ConfigError(`${(e as Error).message}. Run \`kslate help\` for the flags.`);
+  }
+  const raw = (flag: string): string | undefined =>
+    values[flag] ?? env[FLAGS[flag].env] ?? defaults[flag] ?? FLAGS[flag].default;
+  const int = (flag: string, min: number, max: number): number => {
+    const s = raw(flag) ?? '';
+    const n = Number(s);
+    if (!/^\d+$/.test(s) || n < min || n > max) {
+      throw new ConfigError(`--${flag} (${FLAGS[flag].env}) must be an integer from ${min} to ${max}; got "${s}".`);
+    }
+    return n;
+  };
+
+  const listen = raw('listen')!;
+  const m = /^(.*):(\d+)$/.exec(listen);
+  if (!m) throw new ConfigError(`--listen (KSLATE_LISTEN) must be host:port, e.g. 127.0.0.1:8080; got "${listen}".`);
+  const listenPort = Number(m[2]);
+  if (listenPort > 65535) throw new ConfigError(`--listen (KSLATE_LISTEN) port must be at most 65535; got ${listenPort}.`);
+
+  let sweepIntervalMs: number | undefined;
+  const si = raw('sweep-interval');
+  if (si !== undefined && si !== '') {
+    const ms = parseDuration(si);
+    if (ms === null || ms <= 0) {
+      throw new ConfigError(`--sweep-interval (KSLATE_SWEEP_INTERVAL) must be a duration like 60s or 5m; got "${si}".`);
+    }
+    sweepIntervalMs = ms;
+  }
+  const identity = (raw('identity') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const p of identity) {
+    if (!['apikey', 'k8s-sa', 'oidc'].includes(p)) {
+      throw new ConfigError(`--identity (KSLATE_IDENTITY) names unknown provider "${p}"; use apikey, k8s-sa or oidc.`);
+    }
+  }
+  const cert = raw('tls-cert');
+  const key = raw('tls-key');
+  if (Boolean(cert) !== Boolean(key)) {
+    throw new ConfigError('--tls-cert (KSLATE_TLS_CERT) and --tls-key (KSLATE_TLS_KEY) go together; give both or neither.');
+  }
+  return {
+    databaseUrl: raw('database-url') || undefined,
+    listenHost: m[1].replace(/^\[(.*)\]$/, '$1'),
+    listenPort,
+    grpcPort: int('grpc-port', 0, 65535),
+    metricsPort: int('metrics-port', 0, 65535),
+    maxConns: int('max-conns', 1, 1_000_000),
+    tlsCert: cert || undefined,
+    tlsKey: key || undefined,
+    classesDir: raw('classes') || undefined,
+    sweepIntervalMs,
+    identity,
+    apikeysFile: raw('apikeys') || undefined,
+    trustProxy: int('trust-proxy', 0, 32),
+    logLevel: raw('log-level') ?? 'info',
+    dataDir: raw('data-dir') ?? '.kslate',
+  };
+}

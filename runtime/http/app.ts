@@ -1,0 +1,123 @@
+/**
+ * The HTTP/JSON transport: routes from the operation table, each request translated into a
+ * handler input and the outcome or error back into JSON. No rule lives here.
+ */
+import { randomUUID } from 'node:crypto';
+import { Hono, type Context } from 'hono';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { MAX_BODY_BYTES, type RawBody } from '../../handlers/body.js';
+import { SvcError } from '../../handlers/errors.js';
+import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
+import type { Identity } from '../../handlers/types.js';
+import { authenticate } from '../identity/index.js';
+import { makeCtx, type Services } from '../services.js';
+
+export function createApp(s: Services): Hono {
+  const app = new Hono();
+
+  app.get('/readyz', (c) => readyz(c, s));
+
+  for (const op of Object.values(operations) as Operation[]) {
+    app.on(op.method, op.path, (c) => handle(c, s, op));
+  }
+
+  app.notFound((c) =>
+    c.json(
+      new SvcError('NOT_FOUND', `No endpoint ${c.req.method} ${c.req.path}; see the README for the API.`).body(),
+      404,
+    ),
+  );
+  app.onError((e, c) => {
+    const err = asSvcError(e, { log: s.log, requestId: randomUUID() });
+    return c.json(err.body(), err.status as 500);
+  });
+  return app;
+}
+
+export async function readyz(c: Context, s: Services): Promise<Response> {
+  const r = await s.readiness.check();
+  if (r.ready) return c.json({ status: 'ready' }, 200);
+  return c.json(new SvcError('UNAVAILABLE', r.message).body(), 503);
+}
+
+/** Credentials first: a spent budget answers 429 before any check, every 401 spends it. */
+export async function authenticateRequest(
+  s: Services,
+  address: string,
+  authorization: string | undefined,
+): Promise<Identity> {
+  if (s.budget.isExhausted(address)) {
+    throw new SvcError('RATE_LIMITED', 'Too many rejected credentials from your address; wait a few seconds and retry with a valid token.');
+  }
+  try {
+    return await authenticate(s.providers, authorization);
+  } catch (e) {
+    if (e instanceof SvcError && e.code === 'UNAUTHENTICATED') s.budget.spend(address);
+    throw e;
+  }
+}
+
+export function clientAddress(c: Context, trustProxy: number): string {
+  let addr = '';
+  try {
+    addr = getConnInfo(c).remote.address ?? '';
+  } catch {
+    addr = '';
+  }
+  if (trustProxy > 0) {
+    const hops = (c.req.header('x-forwarded-for') ?? '')
+      .split(',')
+      .map((h) => h.trim())
+      .filter(Boolean);
+    // The last `trustProxy` entries were added by proxies we trust; the one before is the client.
+    const idx = hops.length - trustProxy;
+    if (idx >= 0 && hops[idx]) addr = hops[idx];
+  }
+  return addr || 'unknown';
+}
+
+async function handle(c: Context, s: Services, op: Operation): Promise<Response> {
+  const requestId = randomUUID();
+  try {
+    const identity = await authenticateRequest(s, clientAddress(c, s.cfg.trustProxy), c.req.header('authorization'));
+    const ctx = makeCtx(s, identity, c.req.header('x-svc-scope'), requestId);
+    const input = op.fromHttp({
+      params: c.req.param() as Record<string, string>,
+      query: c.req.query(),
+      body: op.write ? await readBody(c.req.raw) : { kind: 'none' },
+    });
+    const out = await invoke(op, ctx, input);
+    return c.json(out.body, out.status as 200);
+  } catch (e) {
+    const err = asSvcError(e, { log: s.log, requestId });
+    return c.json(err.body(), err.status as 400);
+  }
+}
+
+/** Read at most 4 MiB; a larger body is marked so the handler answers MALFORMED at its step. */
+export async function readBody(req: Request): Promise<RawBody> {
+  const declared = Number(req.headers.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) return { kind: 'too-large', limit: MAX_BODY_BYTES };
+  if (!req.body) return { kind: 'none' };
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > MAX_BODY_BYTES) {
+      await reader.cancel().catch(() => undefined);
+      return { kind: 'too-large', limit: MAX_BODY_BYTES };
+    }
+    chunks.push(value);
+  }
+  if (total === 0) return { kind: 'none' };
+  const buf = new Uint8Array(total);
+  let off = 0;
+  for (const ch of chunks) {
+    buf.set(ch, off);
+    off += ch.byteLength;
+  }
+  return { kind: 'text', text: new TextDecoder('utf-8', { fatal: false }).decode(buf) };
+}

@@ -1,0 +1,97 @@
+/** `kslate serve`: the gateway process (HTTP/JSON on --listen, metrics and /readyz on --metrics-port). */
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono } from 'hono';
+import { migrate } from '../db/migrate.js';
+import type { Logger } from '../handlers/context.js';
+import type { Config } from './config.js';
+import { createApp, readyz } from './http/app.js';
+import { createServices, type Services } from './services.js';
+
+export interface Gateway {
+  services: Services;
+  url: string;
+  metricsUrl: string;
+  close(): Promise<void>;
+}
+
+function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, host: string, port: number, cfg: Config, tls: boolean) {
+  return new Promise<{ server: ServerType; port: number }>((resolve, reject) => {
+    const server = serve(
+      tls
+        ? {
+            fetch,
+            hostname: host,
+            port,
+            createServer: createHttpsServer,
+            serverOptions: { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) },
+          }
+        : { fetch, hostname: host, port },
+      (info: AddressInfo) => resolve({ server, port: info.port }),
+    );
+    server.once('error', reject);
+  });
+}
+
+export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
+  const services = await createServices(cfg, log);
+  try {
+    const { applied } = await migrate(services.pool);
+    if (applied.length > 0) log.info('database schema applied', { versions: applied });
+  } catch (e) {
+    // Keep serving: every request answers 503 until the database is back, then /readyz applies it.
+    log.warn('database not reachable at start; answering 503 until it is', { error: (e as Error).message });
+  }
+  if (cfg.classesDir) {
+    await services.sweepOnce().catch((e) => log.warn('class reconcile at start failed; will retry', { error: (e as Error).message }));
+  }
+  let timer: NodeJS.Timeout | undefined;
+  if (cfg.sweepIntervalMs) {
+    const tick = () =>
+      services
+        .sweepOnce()
+        .catch((e) => log.warn('sweep failed; will retry next interval', { error: (e as Error).message }))
+        .finally(() => {
+          timer = setTimeout(tick, cfg.sweepIntervalMs);
+          timer.unref();
+        });
+    timer = setTimeout(tick, cfg.sweepIntervalMs);
+    timer.unref();
+  }
+
+  const tls = Boolean(cfg.tlsCert);
+  const api = await listen(createApp(services).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
+  (api.server as unknown as { maxConnections: number }).maxConnections = cfg.maxConns;
+
+  const metricsApp = new Hono();
+  metricsApp.get('/metrics', async (c) =>
+    c.text(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }),
+  );
+  metricsApp.get('/readyz', (c) => readyz(c, services));
+  const metrics = await listen(metricsApp.fetch, cfg.listenHost, cfg.metricsPort, cfg, false);
+
+  const host = cfg.listenHost.includes(':') ? `[${cfg.listenHost}]` : cfg.listenHost;
+  const url = `${tls ? 'https' : 'http'}://${host}:${api.port}`;
+  const metricsUrl = `http://${host}:${metrics.port}`;
+  log.info(`kslate gateway listening on ${url} (metrics and /readyz on ${metricsUrl})`);
+  return {
+    services,
+    url,
+    metricsUrl,
+    async close() {
+      if (timer) clearTimeout(timer);
+      await Promise.all(
+        [api.server, metrics.server].map(
+          (srv) =>
+            new Promise<void>((res) => {
+              (srv as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+              srv.close(() => res());
+            }),
+        ),
+      );
+      await services.close();
+    },
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * Process-wide services, built once (style habit 7): one pg Pool, one metrics registry, one
+ * class cache, the identity providers and the rejected-credential budget.
+ */
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { createPool, PgDb } from '../db/kysely/index.js';
+import { cachedRegistry, type ClassRegistry } from '../handlers/class-registry.js';
+import type { Ctx, Logger } from '../handlers/context.js';
+import type { Identity, IdentityProvider } from '../handlers/types.js';
+import { readClassDir } from '../worker/class-source/dir.js';
+import { sweep, type SweepReport } from '../worker/sweep.js';
+import type { Config } from './config.js';
+import { ApiKeyProvider } from './identity/apikey.js';
+import { createMetrics, type PromMetrics } from './metrics.js';
+import { RejectedCredentialBudget } from './rate-limit.js';
+import { Readiness } from './readiness.js';
+
+export interface Services {
+  cfg: Config;
+  pool: pg.Pool;
+  db: PgDb;
+  classes: ClassRegistry;
+  metrics: PromMetrics;
+  log: Logger;
+  providers: IdentityProvider[];
+  budget: RejectedCredentialBudget;
+  readiness: Readiness;
+  cursorKey(): Promise<string>;
+  /** One sweep now (reconcile classes from --classes, ...). */
+  sweepOnce(): Promise<SweepReport>;
+  close(): Promise<void>;
+}
+
+export class StartupError extends Error {}
+
+export async function createProviders(cfg: Config, log: Logger): Promise<IdentityProvider[]> {
+  const providers: IdentityProvider[] = [];
+  for (const kind of cfg.identity) {
+    if (kind === 'apikey') {
+      if (!cfg.apikeysFile) {
+        throw new StartupError('--identity includes apikey but no key file is set: pass --apikeys FILE (KSLATE_APIKEYS).');
+      }
+      providers.push(await ApiKeyProvider.open(cfg.apikeysFile, log));
+    } else {
+      throw new StartupError(
+        `Identity provider "${kind}" is not available in this build yet; use --identity apikey (KSLATE_IDENTITY=apikey) with --apikeys FILE.`,
+      );
+    }
+  }
+  if (providers.length === 0) throw new StartupError('--identity (KSLATE_IDENTITY) names no provider; use --identity apikey.');
+  return providers;
+}
+
+export async function createServices(cfg: Config, log: Logger): Promise<Services> {
+  if (!cfg.databaseUrl) {
+    throw new StartupError(
+      'No database: pass --database-url postgres://... (or set KSLATE_DATABASE_URL). `kslate dev` runs an embedded one for development.',
+    );
+  }
+  const providers = await createProviders(cfg, log);
+  let readiness: Readiness;
+  let key: string | null = null;
+  const pool = createPool({
+    connectionString: cfg.databaseUrl,
+    onPoolError: (e) => log.warn('database connection lost; reconnecting on next use', { error: e.message }),
+  });
+  const db = new PgDb(pool, () => void readiness.ensureSchema());
+  const classes = cachedRegistry(() => db.listClasses(), () => Date.now());
+  const classSource = cfg.classesDir ? () => readClassDir(cfg.classesDir!) : undefined;
+  const sweepOnce = () =>
+    sweep({ db, log, classSource, onClassesChanged: () => classes.invalidate(), withLock: (k, fn) => db.withLock(k, fn) });
+  readiness = new Readiness(pool, log, async () => {
+    key = null; // a re-applied schema has a new cursor key
+    classes.invalidate();
+    if (classSource) await sweepOnce();
+  });
+  return {
+    cfg,
+    pool,
+    db,
+    classes,
+    metrics: createMetrics(),
+    log,
+    providers,
+    budget: new RejectedCredentialBudget(),
+    readiness,
+    async cursorKey() {
+      if (key === null) {
+        const k = await db.meta('cursor_key');
+        if (!k) throw new Error('cursor_key missing from kslate_meta');
+        key = k;
+      }
+      return key;
+    },
+    sweepOnce,
+    async close() {
+      for (const p of providers) (p as { close?: () => void }).close?.();
+      await db.kysely.destroy().catch(() => undefined);
+    },
+  };
+}
+
+/** The per-request context handed to handlers. */
+export function makeCtx(s: Services, identity: Identity, scope: string | undefined, requestId = randomUUID()): Ctx {
+  return {
+    identity,
+    scope,
+    requestId,
+    now: () => new Date(),
+    log: s.log,
+    metrics: s.metrics,
+    classes: s.classes,
+    db: s.db,
+    cursorKey: () => s.cursorKey(),
+    trace: {},
+  };
+}

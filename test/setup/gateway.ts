@@ -1,0 +1,117 @@
+/**
+ * A real gateway for a test file: its own database, a temp class directory and key file,
+ * listening on port 0; requests go over a real socket with fetch.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import type { ClassSpec } from '../../handlers/types.js';
+import { parseConfig } from '../../runtime/config.js';
+import { startGateway, type Gateway } from '../../runtime/serve.js';
+import { freshDatabase, type TestDb } from './db.js';
+
+export const quietLog = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** Test identities: name -> bearer token. */
+export const KEYS: Record<string, string> = {
+  alice: 'alice-test-key',
+  bob: 'bob-test-key',
+  carol: 'carol-test-key',
+  dave: 'dave-test-key',
+};
+
+export interface ClassInput {
+  name: string;
+  namespace?: string;
+  spec: ClassSpec;
+}
+
+export interface TestGateway {
+  gw: Gateway;
+  db: TestDb;
+  url: string;
+  classesDir: string;
+  /** fetch as `who` (a KEYS name, or null for no Authorization header). */
+  call(who: string | null, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  writeClasses(classes: ClassInput[]): void;
+  close(): Promise<void>;
+}
+
+export function manifestsYaml(classes: ClassInput[]): string {
+  return classes
+    .map((c) =>
+      stringify({
+        apiVersion: 'kslate.dev/v1',
+        kind: 'SharedContext',
+        metadata: { name: c.name, namespace: c.namespace ?? 'default' },
+        spec: c.spec,
+      }),
+    )
+    .join('---\n');
+}
+
+export async function startTestGateway(classes: ClassInput[], opts: { db?: TestDb; extraArgs?: string[] } = {}): Promise<TestGateway> {
+  const db = opts.db ?? (await freshDatabase());
+  const dir = mkdtempSync(join(tmpdir(), 'kslate-gw-'));
+  const classesDir = join(dir, 'classes');
+  const keysFile = join(dir, 'apikeys.yaml');
+  const writeClasses = (list: ClassInput[]) => {
+    rmSync(classesDir, { recursive: true, force: true });
+    mkdirSync(classesDir, { recursive: true });
+    writeFileSync(join(classesDir, 'classes.yaml'), manifestsYaml(list));
+  };
+  writeClasses(classes);
+  writeFileSync(
+    keysFile,
+    stringify({
+      keys: Object.entries(KEYS).map(([name, key]) => ({ name, sha256: createHash('sha256').update(key).digest('hex') })),
+    }),
+  );
+  const cfg = parseConfig(
+    [
+      '--database-url', db.url,
+      '--listen', '127.0.0.1:0',
+      '--metrics-port', '0',
+      '--identity', 'apikey',
+      '--apikeys', keysFile,
+      '--classes', classesDir,
+      ...(opts.extraArgs ?? []),
+    ],
+    {},
+  );
+  const gw = await startGateway(cfg, quietLog);
+  const call: TestGateway['call'] = async (who, method, path, body, headers = {}) => {
+    const h: Record<string, string> = { ...headers };
+    if (who !== null) h.authorization = `Bearer ${KEYS[who] ?? who}`;
+    let payload: string | undefined;
+    if (body !== undefined) {
+      payload = typeof body === 'string' ? body : JSON.stringify(body);
+      h['content-type'] = 'application/json';
+    }
+    const res = await fetch(gw.url + path, { method, headers: h, body: payload });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* keep text */
+    }
+    return { status: res.status, body: parsed };
+  };
+  return {
+    gw,
+    db,
+    url: gw.url,
+    classesDir,
+    call,
+    writeClasses,
+    async close() {
+      await gw.close();
+      if (!opts.db) await db.drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+

@@ -1,0 +1,65 @@
+/**
+ * The class reconciler (decisions §1): writes the manifests of a source (a directory now,
+ * the cluster later) into the class table. Gateways read classes only from that table.
+ */
+import type { ClassRow, Db } from '../db/port.js';
+import type { Logger } from '../handlers/context.js';
+import type { ClassManifest, ClassSpec } from '../handlers/types.js';
+
+export interface ClassSource {
+  manifests: ClassManifest[];
+  /** Invalid manifests: while there are any, no class is marked gone (it may be one of them). */
+  problems: string[];
+}
+
+export interface ReconcileReport {
+  applied: string[];
+  refused: { name: string; namespace: string; reason: string }[];
+  problems: string[];
+  markedGone: boolean;
+}
+
+export async function reconcileClasses(db: Db, source: ClassSource, log: Logger): Promise<ReconcileReport> {
+  const existing = new Map<string, ClassRow>((await db.listClasses()).map((r) => [r.name, r]));
+  const refused: ReconcileReport['refused'] = [];
+  const live: { name: string; namespace: string; spec: ClassSpec }[] = [];
+
+  // Class names are one flat namespace: with several manifests of one name, the one from the
+  // namespace that already holds the class wins, else the first; the others are Duplicate.
+  const byName = new Map<string, ClassManifest[]>();
+  for (const m of source.manifests) byName.set(m.metadata.name, [...(byName.get(m.metadata.name) ?? []), m]);
+  for (const [name, group] of byName) {
+    const holder = existing.get(name);
+    const winner = group.find((m) => holder && !holder.gone && m.metadata.namespace === holder.namespace) ?? group[0];
+    for (const m of group) {
+      if (m !== winner) {
+        refused.push({ name, namespace: m.metadata.namespace, reason: `Duplicate: class "${name}" is held by namespace ${winner.metadata.namespace}` });
+      }
+    }
+    const kindChange = holder ? changedKinds(holder.spec as ClassSpec, winner.spec) : [];
+    if (kindChange.length > 0) {
+      refused.push({
+        name,
+        namespace: winner.metadata.namespace,
+        reason: `changing the kind of existing field(s) ${kindChange.join(', ')} is refused; the previous definition stays (add a new field instead)`,
+      });
+      continue;
+    }
+    live.push({ name, namespace: winner.metadata.namespace, spec: winner.spec });
+  }
+
+  const kindRefused = refused.filter((r) => !r.reason.startsWith('Duplicate')).map((r) => ({ name: r.name, reason: r.reason }));
+  const markGone = source.problems.length === 0;
+  await db.applyClasses(live, kindRefused, markGone);
+
+  for (const p of source.problems) log.error(`class manifest refused: ${p}`);
+  for (const r of refused) log.error(`class ${r.namespace}/${r.name} refused: ${r.reason}`);
+  if (!markGone) log.warn('some class manifests are invalid, so no class was marked gone this time; fix them (kslate classes check DIR)');
+  return { applied: live.map((l) => l.name), refused, problems: source.problems, markedGone: markGone };
+}
+
+function changedKinds(before: ClassSpec, after: ClassSpec): string[] {
+  return Object.entries(after.fields ?? {})
+    .filter(([name, def]) => before.fields?.[name] && before.fields[name].kind !== def.kind)
+    .map(([name]) => name);
+}
