@@ -4,7 +4,7 @@
  * soft fields ignore it.
  */
 import * as v from 'valibot';
-import { createTwoFilesPatch } from 'diff';
+import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
 import type { FieldRow } from '../db/port.js';
 import { basedOnSchema, bodyObject, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
@@ -48,7 +48,10 @@ export function staleDiff(current: unknown, proposed: unknown): string {
   if (tooBig(a) || tooBig(b)) {
     return `(diff omitted: a value is over 64 KiB or 500 lines; compare current_value with your value)`;
   }
-  return createTwoFilesPatch('current', 'proposed', a + '\n', b + '\n', undefined, undefined, { context: 3 }) ?? '';
+  return createTwoFilesPatch('current', 'proposed', a + '\n', b + '\n', undefined, undefined, {
+    context: 3,
+    headerOptions: FILE_HEADERS_ONLY,
+  }) ?? '';
 }
 
 const putOp: WriteOp<PutBody> = {

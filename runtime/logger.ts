@@ -1,18 +1,39 @@
-/** tslog behind the handlers' Logger port: pretty on a TTY, JSON lines otherwise. */
-import { Logger as TsLogger } from 'tslog';
+/**
+ * tslog behind the handlers' Logger port: pretty on a TTY; otherwise one flat JSON object per
+ * line (`time`, `level`, `msg`, then the data keys), which log collectors index directly.
+ */
+import { Logger as TsLogger, type ILogObjMeta } from 'tslog';
 import type { Logger } from '../handlers/context.js';
 
 const LEVELS: Record<string, number> = { silly: 0, trace: 1, debug: 2, info: 3, warn: 4, error: 5, fatal: 6, silent: 7 };
 
-export function createLogger(opts: { level?: string; json?: boolean; name?: string } = {}): Logger {
+export function createLogger(
+  opts: { level?: string; json?: boolean; name?: string; write?: (line: string) => void } = {},
+): Logger {
   const json = opts.json ?? !process.stdout.isTTY;
   const minLevel = LEVELS[opts.level ?? 'info'] ?? 3;
   const log = new TsLogger<unknown>({
     name: opts.name ?? 'kslate',
-    type: json ? 'json' : 'pretty',
+    type: json ? 'hidden' : 'pretty',
     minLevel,
     hideLogPositionForProduction: true,
   });
+  if (json) {
+    const write = opts.write ?? ((line: string) => process.stdout.write(line));
+    log.attachTransport((logObj) => {
+      const obj = logObj as unknown as Record<string, unknown>;
+      const meta = (obj as unknown as ILogObjMeta)._meta;
+      const data = obj['1'] && typeof obj['1'] === 'object' ? (obj['1'] as Record<string, unknown>) : {};
+      write(
+        JSON.stringify({
+          time: meta.date instanceof Date ? meta.date.toISOString() : meta.date,
+          level: meta.logLevelName.toLowerCase(),
+          msg: obj['0'],
+          ...data,
+        }) + '\n',
+      );
+    });
+  }
   const call = (fn: (...args: unknown[]) => unknown) => (msg: string, data?: Record<string, unknown>) => {
     if (data) fn(msg, data);
     else fn(msg);

@@ -235,11 +235,11 @@ export class PgDb implements Db {
         for (const c of live) {
           await sql`
             insert into classes (name, namespace, spec, gone, status, updated_at)
-            values (${c.name}, ${c.namespace}, ${j(c.spec)}::jsonb, false, null, now())
+            values (${c.name}, ${c.namespace}, ${j(c.spec)}::json, false, null, now())
             on conflict (name) do update
               set namespace = excluded.namespace, spec = excluded.spec, gone = false, status = null,
                   updated_at = now()
-              where classes.spec is distinct from excluded.spec or classes.gone
+              where classes.spec::text is distinct from excluded.spec::text or classes.gone
                  or classes.namespace <> excluded.namespace or classes.status is not null`.execute(trx);
         }
         for (const r of refused) {
@@ -328,9 +328,9 @@ class PgWriteTx implements WriteTx {
       f as (
         insert into fields (record_id, class, name, kind, value, version, record_version, author,
                             identity_strength, evidence, based_on, invocation, updated_at)
-        select r.id, ${this.cls}, ${w.field}, ${w.kind}, ${j(w.value)}::jsonb, ${w.version}, r.record_version,
+        select r.id, ${this.cls}, ${w.field}, ${w.kind}, ${j(w.value)}::json, ${w.version}, r.record_version,
                ${w.author}, ${w.identity_strength}, ${w.evidence}, ${j(w.based_on)}::jsonb,
-               ${j(w.invocation)}::jsonb, now()
+               ${j(w.invocation)}::json, now()
         from r
         on conflict (record_id, name) do update set
           value = excluded.value, version = excluded.version, record_version = excluded.record_version,
@@ -342,8 +342,8 @@ class PgWriteTx implements WriteTx {
         insert into history (class, rid, field, op, version, record_version, value, author, identity_strength,
                              evidence, expected_version, based_on, invocation, outcome)
         select ${this.cls}, ${this.rid}, ${w.field}, ${w.history.op}, ${w.version}, r.record_version,
-               ${j(w.value)}::jsonb, ${w.author}, ${w.identity_strength}, ${w.evidence},
-               ${w.history.expected_version ?? null}, ${j(w.based_on)}::jsonb, ${j(w.invocation)}::jsonb, 'applied'
+               ${j(w.value)}::json, ${w.author}, ${w.identity_strength}, ${w.evidence},
+               ${w.history.expected_version ?? null}, ${j(w.based_on)}::jsonb, ${j(w.invocation)}::json, 'applied'
         from r
       )
       select id, record_version from r`.execute(this.trx);
@@ -373,8 +373,8 @@ async function insertHistory(db: Kysely<any>, row: HistoryInsert, recordVersion:
   await sql`
     insert into history (class, rid, field, op, version, record_version, value, value_size, value_sha256, author,
                          identity_strength, evidence, expected_version, based_on, invocation, outcome)
-    values (${row.class}, ${row.rid}, ${row.field}, ${row.op}, ${row.version ?? null}, ${rv}, ${value}::jsonb,
+    values (${row.class}, ${row.rid}, ${row.field}, ${row.op}, ${row.version ?? null}, ${rv}, ${value}::json,
             ${size}, ${digest}, ${row.author}, ${row.identity_strength}, ${row.evidence ?? null},
-            ${row.expected_version ?? null}, ${j(row.based_on ?? null)}::jsonb, ${j(row.invocation ?? null)}::jsonb,
+            ${row.expected_version ?? null}, ${j(row.based_on ?? null)}::jsonb, ${j(row.invocation ?? null)}::json,
             ${row.outcome})`.execute(db);
 }

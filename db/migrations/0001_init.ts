@@ -4,9 +4,11 @@
  * Shape, for 10M records and 100M history rows:
  * - `records` is the row a write locks (FOR UPDATE) and whose record_version it raises.
  * - `fields` holds the current value of each written field, one row per (record, field);
- *   the query index is (class, name, md5(value::text), record_id) so that a one-filter
- *   query walks the index in creation order (record ids rise with creation) and never
- *   scans the class. md5 keeps index entries small whatever the value size.
+ *   the query index is (class, name, md5(value::jsonb::text), record_id) so that a
+ *   one-filter query walks the index in creation order (record ids rise with creation)
+ *   and never scans the class. md5 keeps index entries small whatever the value size.
+ * - Values, invocations, documents and class specs are `json`, not `jsonb`: they are
+ *   stored and returned as written (key order included); comparisons cast to jsonb.
  * - `entries` keeps append-field entries, one row each, so appending never rewrites earlier ones.
  * - `history` is keyed by (class, rid) rather than record id because rejected writes on a
  *   record that does not exist leave rows too; the identity id is the row's `seq`.
@@ -26,7 +28,7 @@ insert into kslate_meta (key, value)
 create table classes (
   name text primary key,
   namespace text not null,
-  spec jsonb not null,
+  spec json not null,
   gone boolean not null default false,
   status jsonb,
   updated_at timestamptz not null default now()
@@ -49,33 +51,33 @@ create table fields (
   class text not null,
   name text not null,
   kind text not null,
-  value jsonb,
+  value json,
   version bigint not null,
   record_version bigint not null,
   author text,
   identity_strength text,
   evidence text,
   based_on jsonb,
-  invocation jsonb,
+  invocation json,
   updated_at timestamptz not null,
   owner text,
   lease_expires_at timestamptz,
   lease_lapsed boolean not null default false,
   primary key (record_id, name)
 );
-create index fields_value on fields (class, name, md5(value::text), record_id) where value is not null;
+create index fields_value on fields (class, name, md5((value::jsonb)::text), record_id) where value is not null;
 create index fields_owner on fields (class, name, owner, record_id) where owner is not null;
 
 create table entries (
   record_id bigint not null references records (id) on delete cascade,
   field text not null,
   seq bigint not null,
-  value jsonb not null,
+  value json not null,
   author text not null,
   identity_strength text,
   evidence text,
   based_on jsonb,
-  invocation jsonb,
+  invocation json,
   created_at timestamptz not null default now(),
   primary key (record_id, field, seq)
 );
@@ -84,7 +86,7 @@ create table checkpoints (
   record_id bigint not null references records (id) on delete cascade,
   role text not null,
   checkpoint_id bigint not null,
-  document jsonb not null,
+  document json not null,
   record_version bigint not null,
   author text not null,
   saved_at timestamptz not null default now(),
@@ -99,7 +101,7 @@ create table history (
   op text not null,
   version bigint,
   record_version bigint,
-  value jsonb,
+  value json,
   value_size integer,
   value_sha256 text,
   author text not null,
@@ -107,7 +109,7 @@ create table history (
   evidence text,
   expected_version bigint,
   based_on jsonb,
-  invocation jsonb,
+  invocation json,
   outcome text not null,
   created_at timestamptz not null default now()
 );

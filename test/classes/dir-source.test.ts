@@ -59,6 +59,16 @@ describe('readClassDir', () => {
     expect(result.manifests[1].metadata.namespace).toBe('default');
   });
 
+  it('resolves YAML anchors and merge keys, as kubectl does', async () => {
+    const dir = await dirWith({
+      'anchors.yaml': yamlClass('anchored', '    body: &text { kind: versioned, type: string }\n    other: *text\n    strict: { <<: *text, requireEvidence: true }\n'),
+    });
+    const result = await readClassDir(dir);
+    expect(result.problems).toEqual([]);
+    expect(result.manifests[0].spec.fields.strict).toEqual({ kind: 'versioned', type: 'string', requireEvidence: true });
+    expect(result.manifests[0].spec.fields.other).toEqual({ kind: 'versioned', type: 'string' });
+  });
+
   it('does not descend into subdirectories, even one named like a class file', async () => {
     const dir = await dirWith({ 'top.yaml': yamlClass('top'), 'sub/inner.yaml': yamlClass('inner'), 'odd.yaml/x.yaml': yamlClass('odd') });
     const result = await readClassDir(dir);

@@ -70,7 +70,8 @@ export async function readClassDir(dir: string): Promise<{ manifests: ClassManif
 
 /** The non-empty documents of a YAML stream; `#n` (1-based) labels them when there are several. */
 function yamlDocs(file: string, text: string, problems: string[]): Doc[] {
-  const parsed = parseAllDocuments(text)
+  // Merge keys (`<<: *base`) as kubectl reads them; plain YAML 1.2 would keep `<<` as a key.
+  const parsed = parseAllDocuments(text, { merge: true })
     .map((doc, i): { n: number; value?: unknown; errors?: string[] } => {
       // yaml's message is "<what> at line L, column C:" followed by a code frame; keep the first line.
       if (doc.errors.length > 0) return { n: i + 1, errors: doc.errors.map((e) => `YAML syntax error: ${e.message.split('\n')[0].replace(/:$/, '')}`) };

@@ -1,0 +1,198 @@
+/**
+ * parseConfig (decisions §6 "Running it"): defaults, flag > environment > default, and
+ * bad values refused with both the flag and its KSLATE_* variable named.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../runtime/config.js';
+
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return e as ConfigError;
+  }
+  throw new Error('expected a ConfigError, nothing was thrown');
+}
+
+describe('defaults (decisions §6, deployment values)', () => {
+  it('listen 127.0.0.1:8080, gRPC off, metrics 9100, 4096 connections, identity k8s-sa', () => {
+    const c = parseConfig([], {});
+    expect(c.listenHost).toBe('127.0.0.1');
+    expect(c.listenPort).toBe(8080);
+    expect(c.grpcPort).toBe(0);
+    expect(c.metricsPort).toBe(9100);
+    expect(c.maxConns).toBe(4096);
+    expect(c.identity).toEqual(['k8s-sa']);
+    expect(c.databaseUrl).toBeUndefined();
+    expect(c.tlsCert).toBeUndefined();
+    expect(c.tlsKey).toBeUndefined();
+    expect(c.classesDir).toBeUndefined();
+    expect(c.sweepIntervalMs).toBeUndefined();
+  });
+
+  it('does not read the real process environment when an env object is given', () => {
+    const saved = process.env.KSLATE_LISTEN;
+    process.env.KSLATE_LISTEN = '10.0.0.1:1';
+    try {
+      expect(parseConfig([], {}).listenPort).toBe(8080);
+    } finally {
+      if (saved === undefined) delete process.env.KSLATE_LISTEN;
+      else process.env.KSLATE_LISTEN = saved;
+    }
+  });
+});
+
+describe('every flag has an environment variable (decisions §6)', () => {
+  const env = {
+    KSLATE_DATABASE_URL: 'postgres://env@h/db',
+    KSLATE_LISTEN: '0.0.0.0:9000',
+    KSLATE_GRPC_PORT: '9001',
+    KSLATE_METRICS_PORT: '9002',
+    KSLATE_MAX_CONNS: '17',
+    KSLATE_CLASSES: '/env/classes',
+    KSLATE_SWEEP_INTERVAL: '5m',
+    KSLATE_IDENTITY: 'apikey',
+    KSLATE_APIKEYS: '/env/keys.yaml',
+    KSLATE_TLS_CERT: '/env/cert.pem',
+    KSLATE_TLS_KEY: '/env/key.pem',
+  };
+
+  it('environment overrides the defaults', () => {
+    const c = parseConfig([], env);
+    expect(c.databaseUrl).toBe('postgres://env@h/db');
+    expect(c.listenHost).toBe('0.0.0.0');
+    expect(c.listenPort).toBe(9000);
+    expect(c.grpcPort).toBe(9001);
+    expect(c.metricsPort).toBe(9002);
+    expect(c.maxConns).toBe(17);
+    expect(c.classesDir).toBe('/env/classes');
+    expect(c.sweepIntervalMs).toBe(5 * 60_000);
+    expect(c.identity).toEqual(['apikey']);
+    expect(c.apikeysFile).toBe('/env/keys.yaml');
+    expect(c.tlsCert).toBe('/env/cert.pem');
+    expect(c.tlsKey).toBe('/env/key.pem');
+  });
+
+  it('flags override the environment', () => {
+    const c = parseConfig(
+      [
+        '--database-url', 'postgres://flag@h/db',
+        '--listen', '127.0.0.2:7000',
+        '--grpc-port', '7001',
+        '--metrics-port', '7002',
+        '--max-conns', '3',
+        '--classes', '/flag/classes',
+        '--sweep-interval', '90s',
+        '--identity', 'apikey,k8s-sa',
+        '--apikeys', '/flag/keys.yaml',
+        '--tls-cert', '/flag/cert.pem',
+        '--tls-key', '/flag/key.pem',
+      ],
+      env,
+    );
+    expect(c.databaseUrl).toBe('postgres://flag@h/db');
+    expect(c.listenHost).toBe('127.0.0.2');
+    expect(c.listenPort).toBe(7000);
+    expect(c.grpcPort).toBe(7001);
+    expect(c.metricsPort).toBe(7002);
+    expect(c.maxConns).toBe(3);
+    expect(c.classesDir).toBe('/flag/classes');
+    expect(c.sweepIntervalMs).toBe(90_000);
+    expect(c.identity).toEqual(['apikey', 'k8s-sa']);
+    expect(c.apikeysFile).toBe('/flag/keys.yaml');
+    expect(c.tlsCert).toBe('/flag/cert.pem');
+    expect(c.tlsKey).toBe('/flag/key.pem');
+  });
+
+  it('--flag=value form works too', () => {
+    expect(parseConfig(['--metrics-port=9200'], {}).metricsPort).toBe(9200);
+  });
+
+  it('a flag given for one key leaves the others to the environment', () => {
+    const c = parseConfig(['--grpc-port', '5'], { KSLATE_METRICS_PORT: '6' });
+    expect(c.grpcPort).toBe(5);
+    expect(c.metricsPort).toBe(6);
+    expect(c.listenPort).toBe(8080);
+  });
+});
+
+describe('bad values fail naming the flag and its variable', () => {
+  const cases: [string, string, string, string][] = [
+    // flag, env var, bad value, description
+    ['grpc-port', 'KSLATE_GRPC_PORT', 'abc', 'not a number'],
+    ['grpc-port', 'KSLATE_GRPC_PORT', '70000', 'port out of range'],
+    ['metrics-port', 'KSLATE_METRICS_PORT', '-1', 'negative'],
+    ['metrics-port', 'KSLATE_METRICS_PORT', '9100.5', 'fraction'],
+    ['max-conns', 'KSLATE_MAX_CONNS', 'lots', 'not a number'],
+    ['max-conns', 'KSLATE_MAX_CONNS', '0', 'zero connections'],
+    ['listen', 'KSLATE_LISTEN', 'localhost', 'no port'],
+    ['listen', 'KSLATE_LISTEN', '127.0.0.1:99999', 'port out of range'],
+    ['sweep-interval', 'KSLATE_SWEEP_INTERVAL', 'soon', 'not a duration'],
+    ['identity', 'KSLATE_IDENTITY', 'magic', 'unknown provider'],
+  ];
+
+  for (const [flag, envVar, value, what] of cases) {
+    it(`--${flag} ${value} (${what}) as a flag`, () => {
+      // `--flag=value`, so that a value starting with a dash is still the flag's value.
+      const e = configError(() => parseConfig([`--${flag}=${value}`], {}));
+      expect(e.message).toContain(`--${flag}`);
+      expect(e.message).toContain(envVar);
+    });
+    it(`${envVar}=${value} (${what}) from the environment`, () => {
+      const e = configError(() => parseConfig([], { [envVar]: value }));
+      expect(e.message).toContain(`--${flag}`);
+      expect(e.message).toContain(envVar);
+    });
+  }
+
+  it('an unknown flag is a ConfigError', () => {
+    configError(() => parseConfig(['--no-such-flag', 'x'], {}));
+  });
+
+  it('a positional argument is a ConfigError', () => {
+    configError(() => parseConfig(['stray'], {}));
+  });
+});
+
+describe('TLS needs both files', () => {
+  it('--tls-cert without --tls-key throws, naming both', () => {
+    const e = configError(() => parseConfig(['--tls-cert', '/c.pem'], {}));
+    expect(e.message).toContain('--tls-key');
+    expect(e.message).toContain('--tls-cert');
+  });
+  it('--tls-key without --tls-cert throws', () => {
+    const e = configError(() => parseConfig(['--tls-key', '/k.pem'], {}));
+    expect(e.message).toContain('--tls-cert');
+  });
+  it('KSLATE_TLS_CERT without a key throws too', () => {
+    configError(() => parseConfig([], { KSLATE_TLS_CERT: '/c.pem' }));
+  });
+  it('both given is fine', () => {
+    const c = parseConfig(['--tls-cert', '/c.pem', '--tls-key', '/k.pem'], {});
+    expect(c.tlsCert).toBe('/c.pem');
+    expect(c.tlsKey).toBe('/k.pem');
+  });
+});
+
+describe('--sweep-interval (worker.interval, a duration)', () => {
+  it.each([
+    ['60s', 60_000],
+    ['90s', 90_000],
+    ['5m', 300_000],
+    ['1h30m', 5_400_000],
+    ['1h', 3_600_000],
+  ])('accepts %s', (s, ms) => {
+    expect(parseConfig(['--sweep-interval', s], {}).sweepIntervalMs).toBe(ms);
+  });
+
+  it.each(['garbage', '10 s', 's', '-5s', '1x', '5 minutes'])('rejects %j', (s) => {
+    const e = configError(() => parseConfig([`--sweep-interval=${s}`], {}));
+    expect(e.message).toContain('--sweep-interval');
+    expect(e.message).toContain('KSLATE_SWEEP_INTERVAL');
+  });
+
+  it('is off when not given', () => {
+    expect(parseConfig([], {}).sweepIntervalMs).toBeUndefined();
+  });
+});
