@@ -51,7 +51,7 @@ export function compileClass(row: Pick<ClassRow, 'name' | 'namespace' | 'spec' |
   let idPattern: RegExp | null = null;
   if (spec.idPattern) {
     try {
-      idPattern = new RegExp(spec.idPattern, 'u');
+      idPattern = new RegExp(spec.idPattern); // compiled exactly as class-schema validates it
     } catch {
       // Validated at reconcile; a pattern that no longer compiles matches nothing.
       idPattern = /(?!)/;

@@ -135,7 +135,7 @@ const FieldSchema = v.pipe(
     enum: v.optional(v.pipe(
       v.array(v.unknown(), 'must be a list of JSON values'),
       v.check((list) => list.every(isJsonValue), 'must be a list of JSON values'),
-      
+      v.minLength(1, 'must list at least one value'),
     )),
     requireEvidence: v.optional(Bool),
     minIdentityStrength: v.optional(StrengthSchema),
