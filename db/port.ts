@@ -37,6 +37,8 @@ export interface FieldRow {
   updated_at: Date;
   owner: string | null;
   lease_expires_at: Date | null;
+  /** Task fields: an owner whose lease has not expired by the database clock. */
+  lease_held: boolean;
   lease_lapsed: boolean;
   /** Append fields only, newest last; capped by the read's entriesLimit. */
   entries?: EntryRow[];
@@ -92,7 +94,11 @@ export interface HistoryRow {
   created_at: Date;
 }
 
-/** The new state of one field after an applied write. */
+/**
+ * The new state of one field after an applied write. For an append field `value` is the new
+ * entry (stored as entry `version`); for a task field it is ignored and `owner` and
+ * `lease_expires_at` describe the lease (null after a release).
+ */
 export interface FieldWrite {
   field: string;
   kind: string;
@@ -103,6 +109,8 @@ export interface FieldWrite {
   evidence: string | null;
   based_on: StoredPremise[] | null;
   invocation: Record<string, unknown> | null;
+  owner?: string | null;
+  lease_expires_at?: Date | null;
   /** History row written with the change (outcome `applied`). */
   history: Pick<HistoryInsert, 'op' | 'expected_version'>;
 }
@@ -119,6 +127,31 @@ export interface WriteTx {
   applyField(w: FieldWrite): Promise<{ record_version: number; created: boolean }>;
   /** Add a rejection's history row; committed with the transaction. */
   insertHistory(row: HistoryInsert): Promise<void>;
+  /** Roles that have saved a checkpoint on the locked record. */
+  checkpointRoles(): Promise<string[]>;
+  /** Save a role's checkpoint on the locked (existing) record; record_version is not raised. */
+  saveCheckpoint(role: string, document: Record<string, unknown>, author: string): Promise<{ checkpoint_id: number; record_version: number }>;
+}
+
+export interface CheckpointRow {
+  checkpoint_id: number;
+  document: Record<string, unknown>;
+  record_version: number;
+}
+
+/** One query filter: a value field compared with any of `values`, or a task field's `owner`. */
+export interface QueryFilter {
+  field: string;
+  values?: unknown[];
+  owner?: string;
+}
+
+export interface QueryRow {
+  id: number;
+  rid: string;
+  record_version: number;
+  /** Current rows of the requested fields; append fields carry their latest entry only. */
+  fields: FieldRow[];
 }
 
 export interface ClassRow {
@@ -165,4 +198,21 @@ export interface Db {
   applyClasses(live: ClassUpsert[], refused: { name: string; reason: string }[], markGone: boolean): Promise<void>;
   /** A value of the kslate_meta table (e.g. the cursor key). */
   meta(key: string): Promise<string | null>;
+  /** The record's current fields and a role's checkpoint; null when the record does not exist. */
+  loadCheckpoint(
+    cls: string,
+    rid: string,
+    role: string,
+  ): Promise<{ record_version: number; checkpoint: CheckpointRow | null; fields: FieldRow[] } | null>;
+  /** Records of a class matching every filter, by creation (id) after `afterId`. */
+  queryRecords(cls: string, filters: QueryFilter[], opts: { afterId: number; limit: number; fields: string[] }): Promise<QueryRow[]>;
+  /**
+   * Use a scope as `author`: returns the scope's owner, which is `author` unless another
+   * identity used it within `windowSeconds` (then that identity, unchanged).
+   */
+  claimScope(scope: string, author: string, windowSeconds: number): Promise<string>;
+  /** Remember that (author, scope) saw these field versions now. */
+  recordReads(author: string, scope: string, cls: string, reads: { rid: string; field: string; version: number }[]): Promise<void>;
+  /** The fields of one record (author, scope) read within the window, at the version last read. */
+  readSet(author: string, scope: string, cls: string, rid: string, windowSeconds: number): Promise<{ field: string; version: number }[]>;
 }

@@ -2,9 +2,11 @@
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { formatTime } from './format.js';
+import { recordReads } from './inference.js';
 import {
   authorize,
   checkRecordId,
+  checkScopeOwner,
   readableFields,
   renderField,
   requireReadable,
@@ -38,6 +40,8 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
     for (const n of names) requireReadable(access, n);
   }
 
+  await checkScopeOwner(ctx, access, null); // 10
+
   let entriesLimit: number | null = null;
   if (input.entries_limit !== undefined) {
     const n = typeof input.entries_limit === 'number' ? input.entries_limit : Number(input.entries_limit);
@@ -51,5 +55,6 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
   if (!row) throw new SvcError('NOT_FOUND', `Record ${access.record} does not exist.`, where);
   const fields: Record<string, unknown> = {};
   for (const f of row.fields) fields[f.name] = renderField(f, formatTime);
+  await recordReads(ctx, input.class, row.fields.map((f) => ({ rid: input.id, field: f.name, version: f.version })));
   return { status: 200, body: { record: access.record, record_version: row.record_version, fields } };
 }

@@ -4,7 +4,7 @@ import type { Ctx } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { SvcError } from './errors.js';
 import { formatTime } from './format.js';
-import { authorize, checkRecordId, readableFields, requireReadable, resolveField, type Outcome } from './pipeline.js';
+import { authorize, checkRecordId, checkScopeOwner, readableFields, requireReadable, resolveField, type Outcome } from './pipeline.js';
 
 export interface HistoryInput {
   class: string;
@@ -30,6 +30,8 @@ export async function history(ctx: Ctx, input: HistoryInput): Promise<Outcome> {
   } else {
     fields = readableFields(access);
   }
+
+  await checkScopeOwner(ctx, access, input.field ?? null); // 10
 
   const limit = parseLimit(input.limit, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, where);
   // The cursor is bound to this record and field filter, so it cannot page another one.

@@ -10,6 +10,11 @@ import { getClass } from './class.js';
 import { get } from './get.js';
 import { history } from './history.js';
 import { put } from './put.js';
+import { append } from './append.js';
+import { claim } from './claim.js';
+import { checkpointSave } from './checkpoint-save.js';
+import { checkpointLoad } from './checkpoint-load.js';
+import { query } from './query.js';
 import type { Outcome } from './pipeline.js';
 import type { RawBody } from './body.js';
 
@@ -79,6 +84,49 @@ export const operations = {
       fields: query.fields,
       entries_limit: query.entries_limit,
     }),
+  }),
+  query: op({
+    name: 'query',
+    method: 'GET',
+    path: '/v1/records/:class',
+    write: false,
+    handler: query,
+    fromHttp: ({ params, query: q }) => {
+      const { limit, after, ...filters } = q;
+      return { class: params.class, filters, limit, after };
+    },
+  }),
+  checkpointLoad: op({
+    name: 'checkpointLoad',
+    method: 'GET',
+    path: '/v1/records/:class/:id/checkpoint',
+    write: false,
+    handler: checkpointLoad,
+    fromHttp: ({ params, query: q }) => ({ class: params.class, id: params.id, role: q.role }),
+  }),
+  checkpointSave: op({
+    name: 'checkpointSave',
+    method: 'PUT',
+    path: '/v1/records/:class/:id/checkpoint',
+    write: true,
+    handler: checkpointSave,
+    fromHttp: ({ params, body }) => ({ class: params.class, id: params.id, body }),
+  }),
+  claim: op({
+    name: 'claim',
+    method: 'PUT',
+    path: '/v1/records/:class/:id/fields/:field/claim',
+    write: true,
+    handler: claim,
+    fromHttp: ({ params, body }) => ({ class: params.class, id: params.id, field: params.field, body }),
+  }),
+  append: op({
+    name: 'append',
+    method: 'POST',
+    path: '/v1/records/:class/:id/fields/:field/entries',
+    write: true,
+    handler: append,
+    fromHttp: ({ params, body }) => ({ class: params.class, id: params.id, field: params.field, body }),
   }),
   put: op({
     name: 'put',

@@ -6,7 +6,7 @@
  *  1 UNAUTHENTICATED (transport, before any handler)   8 WEAK_IDENTITY
  *  2 NOT_FOUND (class)                                  9 NOT_WRITABLE / NOT_APPEND_FIELD / NOT_TASK_FIELD
  *  3 NO_ROLE                                           10 IDENTITY_MISMATCH
- *  4 CLASS_GONE (writes)                                  MALFORMED body, type and enum
+ *  4 CLASS_GONE (writes)                                  MALFORMED body, premises' fields, type, enum
  *  5 MALFORMED (record id)                             11 HELD            ┐
  *  6 UNKNOWN_FIELD                                     12 EVIDENCE_REQUIRED│ in the transaction,
  *  7 SCOPE_DENIED                                      13 STALE            │ under the row lock
@@ -20,6 +20,7 @@ import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { byteLength, KIB, sha256Hex } from './format.js';
 import { strengthAtLeast } from './strength.js';
+import { inferPremises, INFERENCE_WINDOW_SECONDS, recordReads } from './inference.js';
 import type { FieldDef, Strength } from './types.js';
 
 /** What a handler returns; transports turn it into their own response. */
@@ -140,12 +141,42 @@ function weak(access: Access, required: Strength, presented: Strength, field: st
   );
 }
 
+// ---- step 10 ---------------------------------------------------------------------------
+
+export const MAX_SCOPE_BYTES = 256;
+
+/**
+ * IDENTITY_MISMATCH (decisions §2): a scope belongs to the first identity that uses it while
+ * it stays in use within the inference window. The body never names the other identity.
+ */
+export async function scopeMismatch(ctx: Ctx, access: Access, field: string | null): Promise<SvcError | null> {
+  if (ctx.scope === undefined) return null;
+  const where = { record: access.record, ...(field ? { field } : {}) };
+  if (ctx.scope === '' || byteLength(ctx.scope) > MAX_SCOPE_BYTES) {
+    return new SvcError('MALFORMED', `X-Svc-Scope must be 1 to ${MAX_SCOPE_BYTES} bytes.`, where);
+  }
+  const owner = await ctx.db.claimScope(ctx.scope, ctx.identity.author, INFERENCE_WINDOW_SECONDS);
+  if (owner === ctx.identity.author) return null;
+  return new SvcError(
+    'IDENTITY_MISMATCH',
+    'This X-Svc-Scope is in use by another identity; use a scope of your own (e.g. a fresh UUID per agent run).',
+    where,
+  );
+}
+
+/** Step 10 for reads and checkpoints: throws IDENTITY_MISMATCH (no history row). */
+export async function checkScopeOwner(ctx: Ctx, access: Access, field: string | null): Promise<void> {
+  const err = await scopeMismatch(ctx, access, field);
+  if (err) throw err;
+}
+
 // ---- the write pipeline ------------------------------------------------------------------
 
 /** A rejection decided in the write transaction, with the history row to commit. */
 export interface Rejection {
   error: SvcError;
-  outcome: string;
+  /** History outcome; null for rejections that leave no row (the resolve gate). */
+  outcome: string | null;
   /** How the row keeps the value: whole for STALE/STALE_PREMISE, capped for the rest. */
   keep: 'whole' | 'capped' | 'none';
 }
@@ -163,18 +194,18 @@ export interface WriteOp<B> {
   lenient(body: Record<string, unknown>): WriteFacts;
   /** What an applied or in-transaction rejection row records from the parsed body. */
   facts(b: B): WriteFacts;
-  /** Premises to check and record (explicit based_on for now). */
+  /** Explicit premises; null when the body has no `based_on` key (then inference may apply). */
   premises(b: B): StoredPremise[] | null;
   /** Step 11 (claim only). */
   held?(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string): Rejection | null;
-  /** Step 12: does the class or field want evidence here? */
-  needsEvidence: boolean;
+  /** Step 12: `class` = when the class or field says requireEvidence; `always` (append). */
+  needsEvidence: 'class' | 'always' | 'never';
   /** Step 13 (versioned put). */
   stale?(tx: WriteTx, b: B, access: Access, field: string, def: FieldDef): Rejection | null;
   /** The resolve gate between STALE and STALE_PREMISE (put). */
   gate?(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string): Promise<Rejection | null>;
-  /** Everything passed: change the field. */
-  apply(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string, def: FieldDef): Promise<Outcome>;
+  /** Everything passed: change the field. `basedOn` is what to store (explicit or inferred). */
+  apply(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string, def: FieldDef, basedOn: StoredPremise[] | null): Promise<Outcome>;
 }
 
 /** What a history row records about a write attempt. */
@@ -201,7 +232,8 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
   const def = resolveField(access, field); // 6
   ctx.trace.field = field;
 
-  const reject = async (error: SvcError, outcome: string, facts: WriteFacts): Promise<never> => {
+  const reject = async (error: SvcError, outcome: string): Promise<never> => {
+    const facts = op.lenient(lenientObject(input.body));
     await ctx.db.insertRejection(await historyRow(ctx, className, id, field, op.op, outcome, facts, 'capped'));
     throw error;
   };
@@ -214,68 +246,96 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
         field,
       }),
       'scope_denied',
-      op.lenient(lenientObject(input.body)),
     );
   }
   const weakErr = strengthRejection(ctx, access, field, def); // 8
-  if (weakErr) await reject(weakErr, 'weak_identity', op.lenient(lenientObject(input.body)));
+  if (weakErr) await reject(weakErr, 'weak_identity');
 
   const kindErr = op.kindError(access, field, def); // 9
   if (kindErr) throw kindErr;
 
-  // 10 IDENTITY_MISMATCH arrives with scope ownership (premise inference).
+  const mismatch = await scopeMismatch(ctx, access, field); // 10
+  if (mismatch) {
+    if (mismatch.code === 'MALFORMED') throw mismatch;
+    await reject(mismatch, 'identity_mismatch');
+  }
 
   const b = op.parse(input.body, access, field, def); // MALFORMED body
-  const facts = op.facts(b);
-  const premises = op.premises(b) ?? [];
-  for (const p of premises) {
+  const explicit = op.premises(b);
+  for (const p of explicit ?? []) {
     // decisions §3: a premise on an unknown field is UNKNOWN_FIELD, on an unreadable one SCOPE_DENIED.
-    resolveField(access, p.field);
+    const pdef = resolveField(access, p.field);
     requireReadable(access, p.field);
+    if (p.kind === 'fence' && pdef.kind !== 'task') {
+      throw new SvcError('MALFORMED', `A fence premise must name a task field; "${p.field}" is ${pdef.kind}.`, {
+        record: access.record,
+        field,
+      });
+    }
   }
   op.checkValue?.(b, access, field, def); // type and enum
 
-  const lockNames = [field, ...premises.map((p) => p.field)];
-  const result = await ctx.db.write(className, id, [...new Set(lockNames)], async (tx) => {
+  // No `based_on` key: premises are inferred from this scope's reads (put and append only).
+  const premises =
+    explicit ??
+    (op.op === 'claim'
+      ? []
+      : (await inferPremises(ctx, className, id, field)).filter((p) => access.cls.fields.has(p.field) && canRead(access, p.field)));
+  const basedOn = explicit ?? (premises.length > 0 ? premises : null);
+  const facts: WriteFacts = { ...op.facts(b), based_on: basedOn };
+
+  const lockNames = [...new Set([field, ...premises.map((p) => p.field)])];
+  const result = await ctx.db.write(className, id, lockNames, async (tx) => {
     const rejected = async (r: Rejection) => {
-      await tx.insertHistory(await historyRow(ctx, className, id, field, op.op, r.outcome, facts, r.keep));
+      if (r.outcome) await tx.insertHistory(await historyRow(ctx, className, id, field, op.op, r.outcome, facts, r.keep));
       return r.error;
     };
     const held = op.held?.(tx, b, ctx, access, field); // 11
     if (held) return rejected(held);
-    if (op.needsEvidence && (access.cls.spec.requireEvidence || def.requireEvidence)) {
+    const wantsEvidence =
+      op.needsEvidence === 'always' || (op.needsEvidence === 'class' && (access.cls.spec.requireEvidence || def.requireEvidence));
+    if (wantsEvidence && (typeof facts.evidence !== 'string' || facts.evidence.trim() === '')) {
       // 12
-      if (typeof facts.evidence !== 'string' || facts.evidence.trim() === '') {
-        return rejected({
-          error: new SvcError(
-            'EVIDENCE_REQUIRED',
-            `Writes to field "${field}" of class "${className}" need \`evidence\`: say what the value is based on.`,
-            { record: access.record, field },
-          ),
-          outcome: 'evidence_required',
-          keep: 'capped',
-        });
-      }
+      return rejected({
+        error: new SvcError(
+          'EVIDENCE_REQUIRED',
+          `Writes to field "${field}" of class "${className}" need \`evidence\`: say what the value is based on.`,
+          { record: access.record, field },
+        ),
+        outcome: 'evidence_required',
+        keep: 'capped',
+      });
     }
     const stale = op.stale?.(tx, b, access, field, def); // 13
     if (stale) return rejected(stale);
-    const gate = await op.gate?.(tx, b, ctx, access, field); // checkpoint gate
+    const gate = await op.gate?.(tx, b, ctx, access, field); // the resolve gate
     if (gate) return rejected(gate);
-    const movedRejection = premiseRejection(tx, access, field, premises); // 14
+    const movedRejection = premiseRejection(tx, ctx, access, field, premises); // 14
     if (movedRejection) return rejected(movedRejection);
-    return op.apply(tx, b, ctx, access, field, def);
+    return op.apply(tx, b, ctx, access, field, def, basedOn);
   });
   if (result instanceof SvcError) throw result;
+  // The writer knows the version it just wrote: later inferred premises start from it.
+  const written = op.op === 'append' ? result.body.seq : result.body.version;
+  if (op.op !== 'claim' && typeof written === 'number') {
+    await recordReads(ctx, className, [{ rid: id, field, version: written }]);
+  }
   return result;
 }
 
-/** Step 14: premises whose field moved since the version the writer read. */
-function premiseRejection(tx: WriteTx, access: Access, field: string, premises: StoredPremise[]): Rejection | null {
+/**
+ * Step 14: premises whose field moved since the version the writer read. A fence premise
+ * also needs the writer to hold the task's lease, unexpired by the database clock.
+ */
+function premiseRejection(tx: WriteTx, ctx: Ctx, access: Access, field: string, premises: StoredPremise[]): Rejection | null {
   const moved = [];
   for (const p of premises) {
     const cur = tx.fields.get(p.field);
     const curVersion = cur?.version ?? 0;
-    if (curVersion !== p.version) {
+    const fenceLost =
+      p.kind === 'fence' &&
+      !(cur?.owner === ctx.identity.author && cur.lease_expires_at && cur.lease_expires_at.getTime() > tx.dbNow.getTime());
+    if (curVersion !== p.version || fenceLost) {
       moved.push({
         field: p.field,
         your_version: p.version,
@@ -290,7 +350,7 @@ function premiseRejection(tx: WriteTx, access: Access, field: string, premises: 
   return {
     error: new SvcError(
       'STALE_PREMISE',
-      `The write rests on ${moved.map((m) => `"${m.field}"`).join(', ')}, which moved since you read ${moved.length > 1 ? 'them' : 'it'}; re-read the record and decide again.`,
+      `The write rests on ${moved.map((m) => `"${m.field}"`).join(', ')}, which moved since you read ${moved.length > 1 ? 'them' : 'it'}${premises.some((p) => p.kind === 'fence') ? ' (or your lease on a fence premise is gone)' : ''}; re-read the record and decide again.`,
       {
         record: access.record,
         field,
@@ -366,10 +426,12 @@ export function renderField(f: FieldRow, fmt: (d: Date) => string): Record<strin
   if (f.based_on) out.based_on = f.based_on;
   if (f.invocation) out.invocation = f.invocation;
   out.updated_at = fmt(f.updated_at);
-  if (f.kind === 'task' && f.owner) {
+  if (f.kind === 'task' && f.owner && f.lease_held) {
+    // Owner and expiry only while someone holds the lease (database clock).
     out.owner = f.owner;
     if (f.lease_expires_at) out.lease_expires_at = fmt(f.lease_expires_at);
   }
-  if (f.kind === 'task' && f.lease_lapsed) out.lease_lapsed = true;
+  // decisions §5: a lease that expired and nobody reclaimed shows as lapsed until claimed.
+  if (f.kind === 'task' && (f.lease_lapsed || (f.owner && !f.lease_held))) out.lease_lapsed = true;
   return out;
 }

@@ -56,7 +56,7 @@ export function staleDiff(current: unknown, proposed: unknown): string {
 
 const putOp: WriteOp<PutBody> = {
   op: 'put',
-  needsEvidence: true,
+  needsEvidence: 'class',
 
   kindError(access, field, def) {
     if (def.kind === 'versioned' || def.kind === 'soft') return null;
@@ -139,7 +139,25 @@ const putOp: WriteOp<PutBody> = {
     return { error: staleError(cur, b, access, field, current), outcome: 'stale', keep: 'whole' };
   },
 
-  async apply(tx, b, ctx, access, field, def): Promise<Outcome> {
+  async gate(tx, b, ctx, access, field): Promise<Rejection | null> {
+    // Setting status to resolved needs a checkpoint from every role the class names.
+    const required = access.cls.spec.checkpoint?.requiredForResolve ?? [];
+    if (field !== 'status' || b.value !== 'resolved' || required.length === 0) return null;
+    const saved = new Set(await tx.checkpointRoles());
+    const missing = required.filter((r) => !saved.has(r));
+    if (missing.length === 0) return null;
+    return {
+      error: new SvcError(
+        'INVALID_CHECKPOINT',
+        `status may be set to resolved only after role(s) ${missing.map((m) => `"${m}"`).join(', ')} saved a checkpoint on this record (PUT .../checkpoint).`,
+        { field, record: access.record },
+      ),
+      outcome: null,
+      keep: 'none',
+    };
+  },
+
+  async apply(tx, b, ctx, access, field, def, basedOn): Promise<Outcome> {
     const cur = tx.fields.get(field);
     const version = (cur?.version ?? 0) + 1;
     const res = await tx.applyField({
@@ -150,7 +168,7 @@ const putOp: WriteOp<PutBody> = {
       author: ctx.identity.author,
       identity_strength: ctx.identity.strength,
       evidence: b.evidence,
-      based_on: b.based_on ?? null,
+      based_on: basedOn,
       invocation: b.invocation,
       history: { op: 'put', expected_version: b.expected_version },
     });

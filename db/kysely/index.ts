@@ -6,6 +6,9 @@
 import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import type {
+  CheckpointRow,
+  QueryFilter,
+  QueryRow,
   ClassRow,
   ClassUpsert,
   Db,
@@ -66,13 +69,15 @@ function mapField(r: Record<string, unknown>): FieldRow {
     updated_at: r.updated_at as Date,
     owner: (r.owner as string) ?? null,
     lease_expires_at: (r.lease_expires_at as Date) ?? null,
+    lease_held: Boolean(r.lease_held),
     lease_lapsed: Boolean(r.lease_lapsed),
   };
 }
 
 const FIELD_COLUMNS = sql.raw(
   `f.name, f.kind, f.value, f.version, f.record_version, f.author, f.identity_strength, f.evidence,
-   f.based_on, f.invocation, f.updated_at, f.owner, f.lease_expires_at, f.lease_lapsed`,
+   f.based_on, f.invocation, f.updated_at, f.owner, f.lease_expires_at, f.lease_lapsed,
+   (f.owner is not null and f.lease_expires_at > now()) as lease_held`,
 );
 
 export class PgDb implements Db {
@@ -126,30 +131,8 @@ export class PgDb implements Db {
 
   /** Newest `limit` entries per append field (all when null), returned oldest first. */
   private async readEntries(recordId: number, names: string[], limit: number | null) {
-    const rows = await sql<Record<string, unknown>>`
-      select e.field, e.seq, e.value, e.author, e.identity_strength, e.evidence, e.based_on, e.invocation, e.created_at
-      from unnest(${names}::text[]) as n(field)
-      cross join lateral (
-        select * from entries e where e.record_id = ${recordId} and e.field = n.field
-        order by e.seq desc ${limit === null ? sql`` : sql`limit ${limit}`}
-      ) e
-      order by e.field, e.seq`.execute(this.kysely);
-    const byField = new Map<string, EntryRow[]>();
-    for (const r of rows.rows) {
-      const list = byField.get(r.field as string) ?? [];
-      list.push({
-        seq: Number(r.seq),
-        value: r.value,
-        author: r.author as string,
-        identity_strength: (r.identity_strength as string) ?? null,
-        evidence: (r.evidence as string) ?? null,
-        based_on: (r.based_on as EntryRow['based_on']) ?? null,
-        invocation: (r.invocation as EntryRow['invocation']) ?? null,
-        created_at: r.created_at as Date,
-      });
-      byField.set(r.field as string, list);
-    }
-    return byField;
+    const byKey = await readEntries(this.kysely, [recordId], names, limit);
+    return new Map([...byKey].map(([k, v]) => [k.slice(k.indexOf(':') + 1), v]));
   }
 
   readHistory(cls: string, rid: string, opts: { fields: string[] | null; beforeSeq: number | null; limit: number }) {
@@ -274,6 +257,128 @@ export class PgDb implements Db {
     }
   }
 
+  loadCheckpoint(cls: string, rid: string, role: string) {
+    return this.guard(async () => {
+      const rec = await sql<Record<string, unknown>>`
+        select r.id, r.record_version, c.checkpoint_id, c.document, c.record_version as cp_version
+        from records r left join checkpoints c on c.record_id = r.id and c.role = ${role}
+        where r.class = ${cls} and r.rid = ${rid}`.execute(this.kysely);
+      const r = rec.rows[0];
+      if (!r) return null;
+      const fields = await sql<Record<string, unknown>>`
+        select ${FIELD_COLUMNS} from fields f where f.record_id = ${Number(r.id)} order by f.name`.execute(this.kysely);
+      return {
+        record_version: Number(r.record_version),
+        checkpoint:
+          r.checkpoint_id === null
+            ? null
+            : {
+                checkpoint_id: Number(r.checkpoint_id),
+                document: r.document as Record<string, unknown>,
+                record_version: Number(r.cp_version),
+              },
+        fields: fields.rows.map(mapField),
+      };
+    });
+  }
+
+  queryRecords(cls: string, filters: QueryFilter[], opts: { afterId: number; limit: number; fields: string[] }) {
+    return this.guard(async () => {
+      // The first filter drives: its index (class, name, md5(value), record_id) or
+      // (class, name, owner, record_id) yields matches in creation order; the others are
+      // checked per match. Without filters, records_class_id walks the class in order.
+      const [first, ...rest] = filters;
+      const cond = (f: QueryFilter, alias: string) => {
+        const a = sql.raw(alias);
+        if (f.owner !== undefined) {
+          return sql`${a}.name = ${f.field} and ${a}.owner = ${f.owner} and ${a}.lease_expires_at > now()`;
+        }
+        const texts = (f.values ?? []).map((v) => JSON.stringify(v));
+        return sql`${a}.name = ${f.field} and md5((${a}.value::jsonb)::text) = any(select md5((t::jsonb)::text) from unnest(${texts}::text[]) t)
+                   and ${a}.value::jsonb = any(select t::jsonb from unnest(${texts}::text[]) t)`;
+      };
+      const others = rest.map(
+        (f, i) => sql`and exists (select 1 from fields ${sql.raw(`o${i}`)} where ${sql.raw(`o${i}`)}.record_id = r.id and ${cond(f, `o${i}`)})`,
+      );
+      const res = first
+        ? await sql<Record<string, unknown>>`
+            select r.id, r.rid, r.record_version from fields f1 join records r on r.id = f1.record_id
+            where f1.class = ${cls} and ${cond(first, 'f1')} and f1.record_id > ${opts.afterId}
+              ${first.owner === undefined ? sql`and f1.value is not null` : sql`and f1.owner is not null`}
+              ${sql.join(others, sql` `)}
+            order by f1.record_id limit ${opts.limit}`.execute(this.kysely)
+        : await sql<Record<string, unknown>>`
+            select r.id, r.rid, r.record_version from records r
+            where r.class = ${cls} and r.id > ${opts.afterId}
+            order by r.id limit ${opts.limit}`.execute(this.kysely);
+      const ids = res.rows.map((r) => Number(r.id));
+      if (ids.length === 0 || opts.fields.length === 0) {
+        return res.rows.map((r) => ({ id: Number(r.id), rid: r.rid as string, record_version: Number(r.record_version), fields: [] }));
+      }
+      const fieldRows = await sql<Record<string, unknown>>`
+        select f.record_id, ${FIELD_COLUMNS} from fields f
+        where f.record_id = any(${ids}::bigint[]) and f.name = any(${opts.fields}::text[])
+        order by f.record_id, f.name`.execute(this.kysely);
+      const byRecord = new Map<number, FieldRow[]>();
+      const appendNames = new Set<string>();
+      for (const row of fieldRows.rows) {
+        const f = mapField(row);
+        if (f.kind === 'append') appendNames.add(f.name);
+        const list = byRecord.get(Number(row.record_id)) ?? [];
+        list.push(f);
+        byRecord.set(Number(row.record_id), list);
+      }
+      if (appendNames.size > 0) {
+        const latest = await readEntries(this.kysely, ids, [...appendNames], 1);
+        for (const [id, list] of byRecord) {
+          for (const f of list) if (f.kind === 'append') f.entries = latest.get(`${id}:${f.name}`) ?? [];
+        }
+      }
+      return res.rows.map((r) => ({
+        id: Number(r.id),
+        rid: r.rid as string,
+        record_version: Number(r.record_version),
+        fields: byRecord.get(Number(r.id)) ?? [],
+      }));
+    });
+  }
+
+  claimScope(scope: string, author: string, windowSeconds: number) {
+    return this.guard(async () => {
+      // Take the scope when it is free, ours, or idle past the window; otherwise leave it be.
+      const res = await sql<{ author: string }>`
+        insert into scope_owners as s (scope, author, last_used_at) values (${scope}, ${author}, now())
+        on conflict (scope) do update set author = excluded.author, last_used_at = now()
+          where s.author = excluded.author or s.last_used_at < now() - make_interval(secs => ${windowSeconds})
+        returning author`.execute(this.kysely);
+      if (res.rows[0]) return res.rows[0].author;
+      const cur = await sql<{ author: string }>`select author from scope_owners where scope = ${scope}`.execute(this.kysely);
+      return cur.rows[0]?.author ?? author;
+    });
+  }
+
+  recordReads(author: string, scope: string, cls: string, reads: { rid: string; field: string; version: number }[]) {
+    return this.guard(async () => {
+      await sql`
+        insert into read_sets (author, scope, class, rid, field, version, read_at)
+        select ${author}, ${scope}, ${cls}, t.rid, t.field, t.version, now()
+        from unnest(${reads.map((r) => r.rid)}::text[], ${reads.map((r) => r.field)}::text[], ${reads.map((r) => r.version)}::bigint[])
+          as t(rid, field, version)
+        on conflict (author, scope, class, rid, field)
+          do update set version = excluded.version, read_at = excluded.read_at`.execute(this.kysely);
+    });
+  }
+
+  readSet(author: string, scope: string, cls: string, rid: string, windowSeconds: number) {
+    return this.guard(async () => {
+      const res = await sql<{ field: string; version: number }>`
+        select field, version from read_sets
+        where author = ${author} and scope = ${scope} and class = ${cls} and rid = ${rid}
+          and read_at > now() - make_interval(secs => ${windowSeconds})`.execute(this.kysely);
+      return res.rows.map((r) => ({ field: r.field, version: Number(r.version) }));
+    });
+  }
+
   meta(key: string) {
     return this.guard(async () => {
       const res = await sql<{ value: string }>`select value from kslate_meta where key = ${key}`.execute(this.kysely);
@@ -323,26 +428,38 @@ class PgWriteTx implements WriteTx {
             returning id, record_version`
       : sql`update records set record_version = record_version + 1, last_write_at = now()
             where id = ${this.record!.id} returning id, record_version`;
+    // Only versioned and soft fields keep their value on the field row; an append field's
+    // value is its new entry row, a task field's state is its lease.
+    const fieldValue = w.kind === 'versioned' || w.kind === 'soft' ? j(w.value) : null;
+    const entry =
+      w.kind === 'append'
+        ? sql`, e as (
+            insert into entries (record_id, field, seq, value, author, identity_strength, evidence, based_on, invocation)
+            select r.id, ${w.field}, ${w.version}, ${j(w.value)}::json, ${w.author}, ${w.identity_strength},
+                   ${w.evidence}, ${j(w.based_on)}::jsonb, ${j(w.invocation)}::json
+            from r)`
+        : sql``;
     const res = await sql<{ id: number; record_version: number }>`
       with r as (${rec}),
       f as (
         insert into fields (record_id, class, name, kind, value, version, record_version, author,
-                            identity_strength, evidence, based_on, invocation, updated_at)
-        select r.id, ${this.cls}, ${w.field}, ${w.kind}, ${j(w.value)}::json, ${w.version}, r.record_version,
+                            identity_strength, evidence, based_on, invocation, updated_at, owner, lease_expires_at)
+        select r.id, ${this.cls}, ${w.field}, ${w.kind}, ${fieldValue}::json, ${w.version}, r.record_version,
                ${w.author}, ${w.identity_strength}, ${w.evidence}, ${j(w.based_on)}::jsonb,
-               ${j(w.invocation)}::json, now()
+               ${j(w.invocation)}::json, now(), ${w.owner ?? null}, ${w.lease_expires_at ?? null}::timestamptz
         from r
         on conflict (record_id, name) do update set
           value = excluded.value, version = excluded.version, record_version = excluded.record_version,
           author = excluded.author, identity_strength = excluded.identity_strength,
           evidence = excluded.evidence, based_on = excluded.based_on, invocation = excluded.invocation,
-          updated_at = excluded.updated_at
-      ),
+          updated_at = excluded.updated_at, owner = excluded.owner, lease_expires_at = excluded.lease_expires_at,
+          lease_lapsed = false
+      )${entry},
       h as (
         insert into history (class, rid, field, op, version, record_version, value, author, identity_strength,
                              evidence, expected_version, based_on, invocation, outcome)
         select ${this.cls}, ${this.rid}, ${w.field}, ${w.history.op}, ${w.version}, r.record_version,
-               ${j(w.value)}::json, ${w.author}, ${w.identity_strength}, ${w.evidence},
+               ${w.kind === 'task' ? null : j(w.value)}::json, ${w.author}, ${w.identity_strength}, ${w.evidence},
                ${w.history.expected_version ?? null}, ${j(w.based_on)}::jsonb, ${j(w.invocation)}::json, 'applied'
         from r
       )
@@ -355,6 +472,54 @@ class PgWriteTx implements WriteTx {
   async insertHistory(row: HistoryInsert) {
     await insertHistory(this.trx, row, this.record ? this.record.record_version : null);
   }
+
+  async checkpointRoles() {
+    if (!this.record) return [];
+    const res = await sql<{ role: string }>`select role from checkpoints where record_id = ${this.record.id}`.execute(this.trx);
+    return res.rows.map((r) => r.role);
+  }
+
+  async saveCheckpoint(role: string, document: Record<string, unknown>, author: string) {
+    const rec = this.record!;
+    const res = await sql<{ checkpoint_id: number }>`
+      insert into checkpoints (record_id, role, checkpoint_id, document, record_version, author, saved_at)
+      values (${rec.id}, ${role}, 1, ${j(document)}::json, ${rec.record_version}, ${author}, now())
+      on conflict (record_id, role) do update set
+        checkpoint_id = checkpoints.checkpoint_id + 1, document = excluded.document,
+        record_version = excluded.record_version, author = excluded.author, saved_at = excluded.saved_at
+      returning checkpoint_id`.execute(this.trx);
+    return { checkpoint_id: Number(res.rows[0].checkpoint_id), record_version: rec.record_version };
+  }
+}
+
+/** Newest `limit` entries (all when null) per (record, append field), keyed `id:field`, oldest first. */
+async function readEntries(db: Kysely<any>, recordIds: number[], names: string[], limit: number | null) {
+  const rows = await sql<Record<string, unknown>>`
+    select k.record_id, n.field, e.seq, e.value, e.author, e.identity_strength, e.evidence, e.based_on, e.invocation, e.created_at
+    from unnest(${recordIds}::bigint[]) as k(record_id)
+    cross join unnest(${names}::text[]) as n(field)
+    cross join lateral (
+      select * from entries e where e.record_id = k.record_id and e.field = n.field
+      order by e.seq desc ${limit === null ? sql`` : sql`limit ${limit}`}
+    ) e
+    order by k.record_id, n.field, e.seq`.execute(db);
+  const byKey = new Map<string, EntryRow[]>();
+  for (const r of rows.rows) {
+    const key = `${r.record_id}:${r.field}`;
+    const list = byKey.get(key) ?? [];
+    list.push({
+      seq: Number(r.seq),
+      value: r.value,
+      author: r.author as string,
+      identity_strength: (r.identity_strength as string) ?? null,
+      evidence: (r.evidence as string) ?? null,
+      based_on: (r.based_on as EntryRow['based_on']) ?? null,
+      invocation: (r.invocation as EntryRow['invocation']) ?? null,
+      created_at: r.created_at as Date,
+    });
+    byKey.set(key, list);
+  }
+  return byKey;
 }
 
 /**

@@ -1,0 +1,102 @@
+/**
+ * append: POST /v1/records/{class}/{id}/fields/{field}/entries — add an entry to an append
+ * field. The field version is the entry count; earlier entries are never rewritten.
+ */
+import * as v from 'valibot';
+import { basedOnSchema, bodyObject, invocationSchema, parseWith, type RawBody } from './body.js';
+import type { Ctx } from './context.js';
+import { SvcError } from './errors.js';
+import { runWrite, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
+import { valueProblem } from './values.js';
+
+export interface AppendInput {
+  class: string;
+  id: string;
+  field: string;
+  body: RawBody;
+}
+
+const appendBody = v.strictObject({
+  entry: v.unknown(),
+  evidence: v.optional(v.nullable(v.string('must be a string'))),
+  based_on: basedOnSchema,
+  invocation: invocationSchema,
+});
+
+interface AppendBody {
+  entry: unknown;
+  evidence: string | null;
+  based_on: { field: string; version: number; kind?: string }[] | undefined;
+  invocation: Record<string, unknown> | null;
+}
+
+const appendOp: WriteOp<AppendBody> = {
+  op: 'append',
+  // Append always needs evidence (interface: append body `evidence` required); a missing
+  // one is EVIDENCE_REQUIRED at its step rather than MALFORMED, so agents learn why.
+  needsEvidence: 'always',
+
+  kindError(access, field, def) {
+    if (def.kind === 'append') return null;
+    const how = def.kind === 'task' ? 'PUT .../claim (claim)' : 'PUT .../fields/{field} (put)';
+    return new SvcError('NOT_APPEND_FIELD', `Field "${field}" is a ${def.kind} field, not an append field; write it with ${how}.`, {
+      record: access.record,
+      field,
+    });
+  },
+
+  parse(raw, access, field) {
+    const where = { record: access.record, field };
+    const obj = bodyObject(raw, where);
+    const b = parseWith(appendBody, obj, where);
+    if (!('entry' in obj)) throw new SvcError('MALFORMED', 'The body needs `entry`: the JSON value to append.', where);
+    return { entry: b.entry, evidence: b.evidence ?? null, based_on: b.based_on, invocation: b.invocation ?? null };
+  },
+
+  checkValue(b, access, field, def) {
+    const problem = valueProblem(def, b.entry);
+    if (problem) throw new SvcError('MALFORMED', `entry: ${problem} (field "${field}").`, { record: access.record, field });
+  },
+
+  lenient(body): WriteFacts {
+    return {
+      hasValue: 'entry' in body,
+      value: body.entry,
+      evidence: typeof body.evidence === 'string' ? body.evidence : null,
+      invocation:
+        body.invocation && typeof body.invocation === 'object' && !Array.isArray(body.invocation)
+          ? (body.invocation as Record<string, unknown>)
+          : null,
+    };
+  },
+
+  facts(b): WriteFacts {
+    return { hasValue: true, value: b.entry, evidence: b.evidence, based_on: b.based_on ?? null, invocation: b.invocation };
+  },
+
+  premises(b) {
+    return b.based_on ?? null;
+  },
+
+  async apply(tx, b, ctx, access, field, def, basedOn): Promise<Outcome> {
+    const seq = (tx.fields.get(field)?.version ?? 0) + 1;
+    const res = await tx.applyField({
+      field,
+      kind: def.kind,
+      value: b.entry,
+      version: seq,
+      author: ctx.identity.author,
+      identity_strength: ctx.identity.strength,
+      evidence: b.evidence,
+      based_on: basedOn,
+      invocation: b.invocation,
+      history: { op: 'append', expected_version: null },
+    });
+    ctx.metrics.write(access.cls.name, field, 'applied');
+    return { status: res.created ? 201 : 200, body: { record: access.record, field, seq, record_version: res.record_version } };
+  },
+};
+
+export function append(ctx: Ctx, input: AppendInput): Promise<Outcome> {
+  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body }, appendOp);
+}

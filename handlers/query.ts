@@ -1,0 +1,80 @@
+/**
+ * query: GET /v1/records/{class}?<field>=<value>&limit=N&after=<cursor> — records whose
+ * fields' current values match every filter, oldest first (decisions §4).
+ */
+import type { QueryFilter } from '../db/port.js';
+import type { Ctx } from './context.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { SvcError } from './errors.js';
+import { canonicalJson, formatTime } from './format.js';
+import { parseLimit } from './history.js';
+import { authorize, checkScopeOwner, readableFields, renderField, requireReadable, resolveField, type Outcome } from './pipeline.js';
+import { recordReads } from './inference.js';
+import { valueProblem } from './values.js';
+
+export interface QueryInput {
+  class: string;
+  /** Field filters: name -> raw value (HTTP query parameters, MCP `filters`, gRPC map). */
+  filters: Record<string, string>;
+  limit?: string | number;
+  after?: string;
+}
+
+export const QUERY_LIMIT_DEFAULT = 100;
+export const QUERY_LIMIT_MAX = 1000;
+
+export async function query(ctx: Ctx, input: QueryInput): Promise<Outcome> {
+  const access = await authorize(ctx, input.class, 'read');
+  const where = { class: input.class };
+  const names = Object.keys(input.filters).sort();
+  const filters: QueryFilter[] = [];
+  for (const name of names) {
+    const def = resolveField(access, name);
+    requireReadable(access, name);
+    if (def.kind === 'append') {
+      throw new SvcError('MALFORMED', `Field "${name}" is an append field; append fields cannot be filtered.`, { ...where, field: name });
+    }
+    const raw = input.filters[name];
+    if (def.kind === 'task') {
+      filters.push({ field: name, owner: raw });
+      continue;
+    }
+    // Compared as a JSON string, and, when it parses as JSON, as that value too; values the
+    // field's type or enum can never hold are dropped so the index is walked once.
+    const candidates: unknown[] = [raw];
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      if (canonicalJson(parsed) !== canonicalJson(raw)) candidates.push(parsed);
+    } catch {
+      /* only the string form */
+    }
+    filters.push({ field: name, values: candidates.filter((c) => valueProblem(def, c) === null) });
+  }
+  await checkScopeOwner(ctx, access, null);
+
+  const limit = parseLimit(input.limit, QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, where);
+  const binding = `${input.class}?${canonicalJson(input.filters)}`;
+  const key = await ctx.cursorKey();
+  const afterId = input.after === undefined ? 0 : await decodeCursor(key, input.after, { t: 'after', b: binding }, where);
+
+  const shown = readableFields(access);
+  const page = filters.some((f) => f.values && f.values.length === 0)
+    ? []
+    : await ctx.db.queryRecords(input.class, filters, { afterId, limit: limit + 1, fields: shown });
+  const rows = page.slice(0, limit);
+  const body: Record<string, unknown> = {
+    class: input.class,
+    records: rows.map((r) => {
+      const fields: Record<string, unknown> = {};
+      for (const f of r.fields) fields[f.name] = renderField(f, formatTime);
+      return { record: `${input.class}/${r.rid}`, record_version: r.record_version, fields };
+    }),
+  };
+  if (page.length > limit) body.next_after = await encodeCursor(key, { t: 'after', b: binding, p: rows[rows.length - 1].id });
+  await recordReads(
+    ctx,
+    input.class,
+    rows.flatMap((r) => r.fields.map((f) => ({ rid: r.rid, field: f.name, version: f.version }))),
+  );
+  return { status: 200, body };
+}
