@@ -8,9 +8,9 @@ import { readClassDir } from '../worker/class-source/dir.js';
  * none, and returns the process exit code: 1 when any problem was found, else 0.
  */
 export async function classesCheck(dir: string, out: (line: string) => void): Promise<number> {
-  const { manifests, problems } = await readClassDir(dir);
-  for (const problem of problems) out(problem);
-  if (problems.length > 0) return 1;
+  const { manifests, problems, duplicates } = await readClassDir(dir);
+  for (const problem of [...problems, ...duplicates]) out(problem);
+  if (problems.length > 0 || duplicates.length > 0) return 1;
   const names = manifests.map((m) => m.metadata.name);
   out(`ok: ${names.length} ${names.length === 1 ? 'class' : 'classes'}${names.length > 0 ? ` (${names.join(', ')})` : ''}`);
   return 0;

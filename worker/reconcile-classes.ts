@@ -24,18 +24,24 @@ export async function reconcileClasses(db: Db, source: ClassSource, log: Logger)
   const refused: ReconcileReport['refused'] = [];
   const live: { name: string; namespace: string; spec: ClassSpec }[] = [];
 
-  // Class names are one flat namespace: with several manifests of one name, the one from the
-  // namespace that already holds the class wins, else the first; the others are Duplicate.
+  // Class names are one flat namespace. The namespace that holds a class keeps it, even while
+  // it is gone (its records remain and must not pass to another namespace); a new name goes
+  // to the first manifest. Every other manifest of the name is refused as Duplicate.
   const byName = new Map<string, ClassManifest[]>();
   for (const m of source.manifests) byName.set(m.metadata.name, [...(byName.get(m.metadata.name) ?? []), m]);
   for (const [name, group] of byName) {
     const holder = existing.get(name);
-    const winner = group.find((m) => holder && !holder.gone && m.metadata.namespace === holder.namespace) ?? group[0];
+    const winner = holder ? group.find((m) => m.metadata.namespace === holder.namespace) : group[0];
     for (const m of group) {
       if (m !== winner) {
-        refused.push({ name, namespace: m.metadata.namespace, reason: `Duplicate: class "${name}" is held by namespace ${winner.metadata.namespace}` });
+        refused.push({
+          name,
+          namespace: m.metadata.namespace,
+          reason: `Duplicate: class "${name}" is held by namespace ${holder?.namespace ?? winner!.metadata.namespace}`,
+        });
       }
     }
+    if (!winner) continue;
     const kindChange = holder ? changedKinds(holder.spec as ClassSpec, winner.spec) : [];
     if (kindChange.length > 0) {
       refused.push({

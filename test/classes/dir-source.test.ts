@@ -72,7 +72,11 @@ describe('readClassDir', () => {
   it('does not descend into subdirectories, even one named like a class file', async () => {
     const dir = await dirWith({ 'top.yaml': yamlClass('top'), 'sub/inner.yaml': yamlClass('inner'), 'odd.yaml/x.yaml': yamlClass('odd') });
     const result = await readClassDir(dir);
-    expect(result).toEqual({ manifests: [expect.objectContaining({ metadata: { name: 'top', namespace: 'default' } })], problems: [] });
+    expect(result).toEqual({
+      manifests: [expect.objectContaining({ metadata: { name: 'top', namespace: 'default' } })],
+      problems: [],
+      duplicates: [],
+    });
   });
 
   it('follows symlinked files, as a ConfigMap volume mounts them', async () => {
@@ -118,19 +122,28 @@ describe('readClassDir', () => {
     expect(result.problems).toEqual([expect.stringMatching(/^bad\.json: JSON syntax error: .* at line 4, column 1$/)]);
   });
 
-  it('leaves out the second class of the same name and says where the first was', async () => {
+  it('leaves out a second manifest of the same name and namespace and says where the first was', async () => {
     const dir = await dirWith({
       'a.yaml': yamlClass('incident'),
       'b.yaml': `${yamlClass('other')}---\n${yamlClass('incident')}`,
-      'c.json': jsonClass('incident'),
     });
     const result = await readClassDir(dir);
     expect(names(result)).toEqual(['incident', 'other']);
     expect(result.manifests[0].metadata.namespace).toBe('default');
-    expect(result.problems).toEqual([
-      'b.yaml#2: duplicate class name "incident" (first in a.yaml)',
-      'c.json: duplicate class name "incident" (first in a.yaml)',
+    expect(result.problems).toEqual(['b.yaml#2: duplicate class name "incident" (first in a.yaml)']);
+    expect(result.duplicates).toEqual([]);
+  });
+
+  it('keeps a same-name manifest from another namespace for the reconciler to refuse, and reports it', async () => {
+    // Which namespace keeps the name is the reconciler's call (the holder), not file order's.
+    const dir = await dirWith({ 'a.yaml': yamlClass('incident'), 'c.json': jsonClass('incident') });
+    const result = await readClassDir(dir);
+    expect(result.manifests.map((m) => `${m.metadata.namespace}/${m.metadata.name}`)).toEqual([
+      'default/incident',
+      'team-b/incident',
     ]);
+    expect(result.problems).toEqual([]);
+    expect(result.duplicates).toEqual([expect.stringMatching(/^c\.json: duplicate class name "incident" \(first in a\.yaml\)/)]);
   });
 
   it('reports a missing directory as one problem instead of throwing', async () => {

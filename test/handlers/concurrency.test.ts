@@ -46,7 +46,7 @@ test(`${N} concurrent puts with the same expected_version: one applies, ${N - 1}
   const applied = results.filter((r) => r.status === 200 || r.status === 201);
   const stale = results.filter((r) => r.status === 409 && r.body?.error === 'STALE');
   expect(results.filter((r) => !applied.includes(r) && !stale.includes(r)).map((r) => r.body)).toEqual([]);
-  expect(applied.map((r) => [r.status, r.body])).toHaveLength(1);
+  expect(applied.length, JSON.stringify(applied.map((r) => [r.status, r.body]))).toBe(1);
   expect(stale).toHaveLength(N - 1);
   const winner = applied[0];
   expect(winner.status).toBe(200);
@@ -82,6 +82,24 @@ test(`${N} concurrent puts with the same expected_version: one applies, ${N - 1}
   expect(Object.fromEntries(c.rows.map((r) => [r.outcome, Number(r.n)]))).toEqual({ applied: 1, stale: N - 1 });
 });
 
+test('five rounds of concurrent puts on one field: exactly one applies per round', async () => {
+  const id = 'race-rounds';
+  expect((await put('incident', id, 'severity', { value: 0, expected_version: 0 })).status).toBe(201);
+  const rounds = 5;
+  const perRound: number[] = [];
+  for (let round = 1; round <= rounds; round++) {
+    const results = await Promise.all(
+      Array.from({ length: N }, (_, i) => put('incident', id, 'severity', { value: round * 1000 + i, expected_version: round })),
+    );
+    expect(results.filter((r) => r.status !== 200 && r.status !== 409).map((r) => r.body)).toEqual([]);
+    perRound.push(results.filter((r) => r.status === 200).length);
+  }
+  expect(perRound).toEqual(Array(rounds).fill(1));
+  const g = await t.call('alice', 'GET', `/v1/records/incident/${id}`);
+  expect(g.body.fields.severity.version).toBe(1 + rounds);
+  expect(g.body.record_version).toBe(1 + rounds);
+});
+
 test(`${N} concurrent first writes on a record that does not exist: one 201, ${N - 1} STALE, one record`, async () => {
   const id = 'race-create';
   const results = await Promise.all(
@@ -90,7 +108,7 @@ test(`${N} concurrent first writes on a record that does not exist: one 201, ${N
   const created = results.filter((r) => r.status === 201);
   const stale = results.filter((r) => r.status === 409 && r.body?.error === 'STALE');
   expect(results.filter((r) => r.status !== 201 && !stale.includes(r)).map((r) => [r.status, r.body])).toEqual([]);
-  expect(created.map((r) => r.body)).toHaveLength(1);
+  expect(created.length, JSON.stringify(created.map((r) => r.body))).toBe(1);
   expect(stale).toHaveLength(N - 1);
   expect(created[0].body).toEqual({ record: `incident/${id}`, field: 'title', version: 1, record_version: 1 });
   const winnerValue = `first ${results.indexOf(created[0])}`;

@@ -23,9 +23,14 @@ interface Doc {
  * seen class name each become a problem line `<file>[#<doc>]: <problem>`, and the
  * manifest concerned is left out.
  */
-export async function readClassDir(dir: string): Promise<{ manifests: ClassManifest[]; problems: string[] }> {
+export async function readClassDir(
+  dir: string,
+): Promise<{ manifests: ClassManifest[]; problems: string[]; duplicates: string[] }> {
   const manifests: ClassManifest[] = [];
   const problems: string[] = [];
+  // Same name from another namespace: kept, because which one wins is the reconciler's call
+  // (the namespace that already holds the class), not file order's; still reported.
+  const duplicates: string[] = [];
 
   let names: string[];
   try {
@@ -36,10 +41,10 @@ export async function readClassDir(dir: string): Promise<{ manifests: ClassManif
       .map((e) => e.name)
       .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   } catch (e) {
-    return { manifests, problems: [`${dir}: cannot read the classes directory (${errorText(e)})`] };
+    return { manifests, problems: [`${dir}: cannot read the classes directory (${errorText(e)})`], duplicates };
   }
 
-  const firstSeen = new Map<string, string>();
+  const firstSeen = new Map<string, { label: string; namespace: string }>();
   for (const name of names) {
     let text: string;
     try {
@@ -58,14 +63,19 @@ export async function readClassDir(dir: string): Promise<{ manifests: ClassManif
       const className = result.manifest.metadata.name;
       const first = firstSeen.get(className);
       if (first !== undefined) {
-        problems.push(`${label}: duplicate class name "${className}" (first in ${first})`);
-        continue;
+        const line = `${label}: duplicate class name "${className}" (first in ${first.label})`;
+        if (first.namespace === result.manifest.metadata.namespace) {
+          problems.push(line);
+          continue;
+        }
+        duplicates.push(`${line}; class names are one flat namespace, so only the namespace holding it keeps it`);
+      } else {
+        firstSeen.set(className, { label, namespace: result.manifest.metadata.namespace });
       }
-      firstSeen.set(className, label);
       manifests.push(result.manifest);
     }
   }
-  return { manifests, problems };
+  return { manifests, problems, duplicates };
 }
 
 /** The non-empty documents of a YAML stream; `#n` (1-based) labels them when there are several. */
