@@ -22,7 +22,10 @@ const UNREACHABLE_CODES = new Set([
 /** Missing relation or function: the schema is absent or being re-applied. */
 const SCHEMA_CODES = new Set(['42P01', '42883', '3F000']);
 
-export type DbFault = 'unreachable' | 'schema' | null;
+/** Text or JSON PostgreSQL cannot store; the handlers refuse it first, this is the net below. */
+const DATA_CODES = new Set(['22P05', '22021', '22025', '22032']);
+
+export type DbFault = 'unreachable' | 'schema' | 'data' | null;
 
 /** Classify a driver error; anything else is a real fault (INTERNAL). */
 export function classifyDbError(e: unknown): DbFault {
@@ -30,6 +33,7 @@ export function classifyDbError(e: unknown): DbFault {
   const err = e as { code?: unknown; message?: unknown };
   const code = typeof err.code === 'string' ? err.code : '';
   if (SCHEMA_CODES.has(code)) return 'schema';
+  if (DATA_CODES.has(code)) return 'data';
   if (UNREACHABLE_CODES.has(code) || code.startsWith('08')) return 'unreachable';
   const msg = typeof err.message === 'string' ? err.message : '';
   if (
@@ -42,11 +46,14 @@ export function classifyDbError(e: unknown): DbFault {
   return null;
 }
 
-/** Re-throw driver faults as the spec's 503 UNAVAILABLE; leave everything else alone. */
+/** Re-throw driver faults as the spec's 503 UNAVAILABLE (or MALFORMED for unstorable text); leave everything else alone. */
 export function toUnavailable(e: unknown, onSchemaMissing?: () => void): unknown {
   const fault = classifyDbError(e);
   if (fault === 'unreachable') {
     return new SvcError('UNAVAILABLE', 'The database is unreachable; retry shortly (the gateway reconnects by itself).');
+  }
+  if (fault === 'data') {
+    return new SvcError('MALFORMED', 'The request holds text the database cannot store (a NUL character or invalid Unicode); remove it.');
   }
   if (fault === 'schema') {
     onSchemaMissing?.();

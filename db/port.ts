@@ -213,6 +213,8 @@ export interface Db {
   claimScope(scope: string, author: string, windowSeconds: number): Promise<string>;
   /** Remember that (author, scope) saw these field versions now. */
   recordReads(author: string, scope: string, cls: string, reads: { rid: string; field: string; version: number }[]): Promise<void>;
+  /** Delete read-set entries and scope owners idle longer than the window; returns rows deleted. */
+  pruneReadSets(windowSeconds: number): Promise<number>;
   /** The fields of one record (author, scope) read within the window, at the version last read. */
   readSet(author: string, scope: string, cls: string, rid: string, windowSeconds: number): Promise<{ field: string; version: number }[]>;
 }

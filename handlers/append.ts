@@ -3,7 +3,7 @@
  * field. The field version is the entry count; earlier entries are never rewritten.
  */
 import * as v from 'valibot';
-import { basedOnSchema, bodyObject, invocationSchema, parseWith, type RawBody } from './body.js';
+import { basedOnSchema, bodyObject, lenientInvocation, lenientPremises, invocationSchema, parseWith, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { runWrite, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
@@ -63,10 +63,8 @@ const appendOp: WriteOp<AppendBody> = {
       hasValue: 'entry' in body,
       value: body.entry,
       evidence: typeof body.evidence === 'string' ? body.evidence : null,
-      invocation:
-        body.invocation && typeof body.invocation === 'object' && !Array.isArray(body.invocation)
-          ? (body.invocation as Record<string, unknown>)
-          : null,
+      based_on: lenientPremises(body.based_on),
+      invocation: lenientInvocation(body.invocation),
     };
   },
 

@@ -13,6 +13,41 @@ export type RawBody =
   | { kind: 'too-large'; limit: number };
 
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Deepest nesting of arrays and objects accepted in a body. */
+export const MAX_JSON_DEPTH = 100;
+
+// U+0000, and UTF-16 surrogates not part of a pair: PostgreSQL cannot store either in text.
+const BAD_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Why a string cannot be stored, or null. */
+export function textProblem(s: string): string | null {
+  return BAD_TEXT.test(s) ? 'contains a NUL character (\\u0000) or an unpaired UTF-16 surrogate, which cannot be stored' : null;
+}
+
+/**
+ * Why a JSON value cannot be stored (too deep; a string or key PostgreSQL cannot hold), or
+ * null. Iterative, so hostile nesting cannot exhaust the stack.
+ */
+export function jsonProblem(root: unknown): string | null {
+  const stack: { v: unknown; depth: number }[] = [{ v: root, depth: 0 }];
+  while (stack.length > 0) {
+    const { v, depth } = stack.pop()!;
+    if (typeof v === 'string') {
+      if (textProblem(v)) return `a string ${textProblem(v)}`;
+    } else if (v !== null && typeof v === 'object') {
+      if (depth >= MAX_JSON_DEPTH) return `nesting is deeper than ${MAX_JSON_DEPTH} levels`;
+      if (Array.isArray(v)) {
+        for (const item of v) stack.push({ v: item, depth: depth + 1 });
+      } else {
+        for (const [k, item] of Object.entries(v)) {
+          if (textProblem(k)) return `an object key ${textProblem(k)}`;
+          stack.push({ v: item, depth: depth + 1 });
+        }
+      }
+    }
+  }
+  return null;
+}
 
 /** Decode a body into a JSON object or throw MALFORMED naming what is wrong. */
 export function bodyObject(raw: RawBody, where: Record<string, unknown>, optional = false): Record<string, unknown> {
@@ -41,16 +76,35 @@ export function bodyObject(raw: RawBody, where: Record<string, unknown>, optiona
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new SvcError('MALFORMED', 'The request body must be a JSON object.', where);
   }
+  const problem = jsonProblem(value);
+  if (problem) throw new SvcError('MALFORMED', `The request body cannot be stored: ${problem}.`, where);
   return value as Record<string, unknown>;
 }
 
-/** Best-effort read of a body for a rejection's history row: never throws. */
+/**
+ * Best-effort read of a body for a rejection's history row: never throws, and yields nothing
+ * from a body that could not be stored (the row is kept without it).
+ */
 export function lenientObject(raw: RawBody): Record<string, unknown> {
   try {
     return bodyObject(raw, {}, true);
   } catch {
     return {};
   }
+}
+
+/** `based_on` as sent, when it has the shape of a premise list; for rejection rows. */
+export function lenientPremises(v: unknown): { field: string; version: number; kind?: string }[] | null {
+  const ok = v === undefined ? null : v;
+  if (!Array.isArray(ok)) return null;
+  return ok.every((p) => p && typeof p === 'object' && typeof p.field === 'string' && Number.isSafeInteger(p.version))
+    ? (ok as { field: string; version: number; kind?: string }[])
+    : null;
+}
+
+/** `invocation` as sent, when it is a JSON object; for rejection rows. */
+export function lenientInvocation(v: unknown): Record<string, unknown> | null {
+  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 }
 
 /** Turn valibot issues into one readable sentence naming the key. */
@@ -84,7 +138,7 @@ export const basedOnSchema = v.optional(v.array(premiseSchema, 'must be a list o
 
 export const invocationSchema = v.optional(
   v.pipe(
-    v.record(v.string(), v.unknown(), 'must be a JSON object'),
+    v.custom<Record<string, unknown>>((o) => o !== null && typeof o === 'object' && !Array.isArray(o), 'must be a JSON object'),
     v.check((o) => byteLength(JSON.stringify(o)) <= KIB, 'must be at most 1 KiB of JSON'),
   ),
 );

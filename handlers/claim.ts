@@ -4,7 +4,7 @@
  * agree. Every transition of the spec's "Task field lease" table is a branch below.
  */
 import * as v from 'valibot';
-import { bodyObject, invocationSchema, parseWith, type RawBody } from './body.js';
+import { bodyObject, invocationSchema, lenientInvocation, parseWith, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { formatTime } from './format.js';
@@ -68,10 +68,7 @@ const claimOp: WriteOp<ClaimBody> = {
   lenient(body): WriteFacts {
     return {
       hasValue: false,
-      invocation:
-        body.invocation && typeof body.invocation === 'object' && !Array.isArray(body.invocation)
-          ? (body.invocation as Record<string, unknown>)
-          : null,
+      invocation: lenientInvocation(body.invocation),
     };
   },
 

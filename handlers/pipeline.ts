@@ -14,7 +14,7 @@
  *                                                      14 STALE_PREMISE   ┘
  */
 import type { FieldRow, HistoryInsert, HistoryValue, StoredPremise, WriteTx } from '../db/port.js';
-import { lenientObject, type RawBody } from './body.js';
+import { lenientObject, textProblem, type RawBody } from './body.js';
 import { rolesOf, type CompiledClass, type CompiledRole } from './class-registry.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
@@ -69,6 +69,7 @@ export async function authorize(
 export function checkRecordId(access: Access, id: string): void {
   const where = { record: access.record };
   if (id.length === 0) throw new SvcError('MALFORMED', 'The record id is empty; name a record as <class>/<id>.', where);
+  if (textProblem(id)) throw new SvcError('MALFORMED', `The record id ${textProblem(id)}.`, where);
   if (id.includes('/')) throw new SvcError('MALFORMED', 'A record id may not contain "/".', where);
   if (byteLength(id) > MAX_ID_BYTES) {
     throw new SvcError('MALFORMED', `The record id is longer than ${MAX_ID_BYTES} bytes.`, where);
@@ -152,8 +153,8 @@ export const MAX_SCOPE_BYTES = 256;
 export async function scopeMismatch(ctx: Ctx, access: Access, field: string | null): Promise<SvcError | null> {
   if (ctx.scope === undefined) return null;
   const where = { record: access.record, ...(field ? { field } : {}) };
-  if (ctx.scope === '' || byteLength(ctx.scope) > MAX_SCOPE_BYTES) {
-    return new SvcError('MALFORMED', `X-Svc-Scope must be 1 to ${MAX_SCOPE_BYTES} bytes.`, where);
+  if (ctx.scope === '' || byteLength(ctx.scope) > MAX_SCOPE_BYTES || textProblem(ctx.scope)) {
+    return new SvcError('MALFORMED', `X-Svc-Scope must be 1 to ${MAX_SCOPE_BYTES} bytes of text.`, where);
   }
   const owner = await ctx.db.claimScope(ctx.scope, ctx.identity.author, INFERENCE_WINDOW_SECONDS);
   if (owner === ctx.identity.author) return null;

@@ -6,7 +6,7 @@
 import * as v from 'valibot';
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
 import type { FieldRow } from '../db/port.js';
-import { basedOnSchema, bodyObject, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
+import { basedOnSchema, bodyObject, lenientInvocation, lenientPremises, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { byteLength, formatTime, KIB } from './format.js';
@@ -109,10 +109,8 @@ const putOp: WriteOp<PutBody> = {
       value: body.value,
       evidence: typeof body.evidence === 'string' ? body.evidence : null,
       expected_version: Number.isSafeInteger(body.expected_version) ? (body.expected_version as number) : null,
-      invocation:
-        body.invocation && typeof body.invocation === 'object' && !Array.isArray(body.invocation)
-          ? (body.invocation as Record<string, unknown>)
-          : null,
+      based_on: lenientPremises(body.based_on),
+      invocation: lenientInvocation(body.invocation),
     };
   },
 

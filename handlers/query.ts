@@ -6,6 +6,7 @@ import type { QueryFilter } from '../db/port.js';
 import type { Ctx } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { SvcError } from './errors.js';
+import { textProblem } from './body.js';
 import { canonicalJson, formatTime } from './format.js';
 import { parseLimit } from './history.js';
 import { authorize, checkScopeOwner, readableFields, renderField, requireReadable, resolveField, type Outcome } from './pipeline.js';
@@ -35,6 +36,12 @@ export async function query(ctx: Ctx, input: QueryInput): Promise<Outcome> {
       throw new SvcError('MALFORMED', `Field "${name}" is an append field; append fields cannot be filtered.`, { ...where, field: name });
     }
     const raw = input.filters[name];
+    if (typeof raw !== 'string' || textProblem(raw)) {
+      throw new SvcError('MALFORMED', `The filter on "${name}" must be text without NUL characters or unpaired surrogates.`, {
+        ...where,
+        field: name,
+      });
+    }
     if (def.kind === 'task') {
       filters.push({ field: name, owner: raw });
       continue;

@@ -369,6 +369,16 @@ export class PgDb implements Db {
     });
   }
 
+  pruneReadSets(windowSeconds: number) {
+    return this.guard(async () => {
+      const a = await sql`delete from read_sets where read_at < now() - make_interval(secs => ${windowSeconds})`.execute(this.kysely);
+      const b = await sql`delete from scope_owners where last_used_at < now() - make_interval(secs => ${windowSeconds})`.execute(
+        this.kysely,
+      );
+      return Number(a.numAffectedRows ?? 0) + Number(b.numAffectedRows ?? 0);
+    });
+  }
+
   readSet(author: string, scope: string, cls: string, rid: string, windowSeconds: number) {
     return this.guard(async () => {
       const res = await sql<{ field: string; version: number }>`
@@ -388,26 +398,28 @@ export class PgDb implements Db {
 }
 
 async function lockRecord(trx: Transaction<any>, cls: string, rid: string, fieldNames: string[]) {
-  // One round trip: the record row locked FOR UPDATE of r (field rows are only read; every
-  // writer of a field holds the record lock first, so they cannot move under us).
-  const res = await sql<Record<string, unknown>>`
-    select r.id as rec_id, r.record_version as rec_version, now() as db_now, ${FIELD_COLUMNS}
-    from records r
-    left join fields f on f.record_id = r.id and f.name = any(${fieldNames}::text[])
-    where r.class = ${cls} and r.rid = ${rid}
-    for update of r`.execute(trx);
+  // Lock the record row first, then read its fields in a second statement. One statement
+  // with a join would be wrong: under READ COMMITTED a writer that waited for the lock gets
+  // the record row re-read but the joined field rows as they were before the wait (a lost
+  // update). The second statement takes a fresh snapshot, after the lock is ours; every
+  // writer of a field holds the record lock first, so the fields cannot move under us.
+  const rec = await sql<{ id: number; record_version: number; db_now: Date }>`
+    select id, record_version, now() as db_now from records
+    where class = ${cls} and rid = ${rid}
+    for update`.execute(trx);
+  const row = rec.rows[0];
   const fields = new Map<string, FieldRow>();
-  let record: { id: number; record_version: number } | null = null;
-  for (const row of res.rows) {
-    record = { id: Number(row.rec_id), record_version: Number(row.rec_version) };
-    if (row.name !== null && row.name !== undefined) fields.set(row.name as string, mapField(row));
-  }
-  let dbNow = res.rows[0]?.db_now as Date | undefined;
-  if (!dbNow) {
+  if (!row) {
     const n = await sql<{ n: Date }>`select now() as n`.execute(trx);
-    dbNow = n.rows[0].n;
+    return { record: null, fields, dbNow: n.rows[0].n };
   }
-  return { record, fields, dbNow };
+  if (fieldNames.length > 0) {
+    const res = await sql<Record<string, unknown>>`
+      select ${FIELD_COLUMNS} from fields f
+      where f.record_id = ${row.id} and f.name = any(${fieldNames}::text[])`.execute(trx);
+    for (const f of res.rows) fields.set(f.name as string, mapField(f));
+  }
+  return { record: { id: Number(row.id), record_version: Number(row.record_version) }, fields, dbNow: row.db_now };
 }
 
 class PgWriteTx implements WriteTx {
