@@ -81,11 +81,10 @@ async function handle(c: Context, s: Services, op: Operation): Promise<Response>
   try {
     const identity = await authenticateRequest(s, clientAddress(c, s.cfg.trustProxy), c.req.header('authorization'));
     const ctx = makeCtx(s, identity, c.req.header('x-svc-scope'), requestId);
-    const input = op.fromHttp({
-      params: c.req.param() as Record<string, string>,
-      query: c.req.query(),
-      body: op.write ? await readBody(c.req.raw) : { kind: 'none' },
-    });
+    const body: RawBody = op.write ? await readBody(c.req.raw) : { kind: 'none' };
+    // The rest of an oversized body is never read, so this connection cannot carry another request.
+    if (body.kind === 'too-large') c.header('connection', 'close');
+    const input = op.fromHttp({ params: c.req.param() as Record<string, string>, query: c.req.query(), body });
     const out = await invoke(op, ctx, input);
     return c.json(out.body, out.status as 200);
   } catch (e) {
