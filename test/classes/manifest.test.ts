@@ -272,7 +272,7 @@ describe('the example class', () => {
     });
     expect(spec.roles).toEqual({
       responder: {
-        subjects: ['apikey:alice', 'k8s-sa:default/responder'],
+        subjects: ['apikey:alice', 'apikey:carol', 'k8s-sa:default/responder'],
         read: ['*'],
         write: ['title', 'status', 'severity', 'summary', 'notes', 'triage', 'scratch'],
       },

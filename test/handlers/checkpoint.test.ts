@@ -214,6 +214,11 @@ describe('checkpoint load', () => {
     const asReviewer = await load('dave', id, 'reviewer');
     expect(asReviewer.status).toBe(200);
     expect(asReviewer.body).toMatchObject({ role: 'reviewer', document: { ...DOC, by: 'reviewer' } });
+    // changed_fields follow the role named, not everything the identity may read
+    await ok(put('alice', id, 'severity', { value: 2, expected_version: 0, evidence: 'sev' }));
+    await ok(put('bob', id, 'hidden', { value: 'h', expected_version: 0, evidence: 'rev' }));
+    expect((await load('dave', id, 'responder')).body.changed_fields.map((c: any) => c.field)).toEqual(['severity']);
+    expect((await load('dave', id, 'reviewer')).body.changed_fields.map((c: any) => c.field)).toEqual(['hidden']);
     expectError(await load('dave', id, 'admin'), 400, 'MALFORMED');
     // alice holds only responder: reviewer is a role of the class she does not hold
     expectError(await load('alice', id, 'reviewer'), 400, 'MALFORMED');

@@ -143,8 +143,18 @@ describe('filters', () => {
     const other = fresh();
     await ticketWith(tag, {}, other);
     await ok(put('alice', other, 'label', { value: 'x' }));
+    const nul = fresh();
+    await ticketWith(tag, {}, nul);
+    await ok(put('alice', nul, 'label', { value: null }));
+    const obj = fresh();
+    await ticketWith(tag, {}, obj);
+    await ok(put('alice', obj, 'label', { value: { b: 2, a: 1 } }));
     expect(rids(await query('alice', tagQs(tag, '&label=2')))).toEqual([str2, num2]);
     expect(rids(await query('alice', tagQs(tag, '&label=true')))).toEqual([strTrue]);
+    expect(rids(await query('alice', tagQs(tag, '&label=x')))).toEqual([other]);
+    expect(rids(await query('alice', tagQs(tag, '&label=null')))).toEqual([nul]);
+    // compared as that JSON value: key order does not matter
+    expect(rids(await query('alice', tagQs(tag, `&label=${encodeURIComponent('{"a":1,"b":2}')}`)))).toEqual([obj]);
   });
 
   test('JSON string form: ?title=%22x%22 matches title "x"', async () => {
