@@ -153,7 +153,13 @@ const OUTCOME_OF: Record<string, string> = {
  * Run one operation: returns the outcome, or throws a SvcError (an unknown fault becomes
  * INTERNAL with the request id; its cause is logged, never echoed).
  */
-export async function invoke<I>(op: Operation<I>, ctx: Ctx, input: I): Promise<Outcome> {
+export async function invoke<I>(
+  op: Operation<I>,
+  ctx: Ctx,
+  input: I,
+  /** Count in svc_write_latency_seconds: every non-GET request (MCP tool calls are POSTs). */
+  opts: { timed?: boolean } = {},
+): Promise<Outcome> {
   const started = performance.now();
   try {
     return await op.handler(ctx, input);
@@ -169,7 +175,7 @@ export async function invoke<I>(op: Operation<I>, ctx: Ctx, input: I): Promise<O
     }
     throw err;
   } finally {
-    if (op.write) ctx.metrics.writeLatency((performance.now() - started) / 1000);
+    if (opts.timed ?? op.write) ctx.metrics.writeLatency((performance.now() - started) / 1000);
   }
 }
 
