@@ -11,6 +11,7 @@ import { asSvcError, invoke, operations, type Operation } from '../../handlers/i
 import type { Identity } from '../../handlers/types.js';
 import { authenticate } from '../identity/index.js';
 import { makeCtx, type Services } from '../services.js';
+import { mountMcp } from '../mcp/server.js';
 
 export function createApp(s: Services): Hono {
   const app = new Hono();
@@ -20,6 +21,7 @@ export function createApp(s: Services): Hono {
   for (const op of Object.values(operations) as Operation[]) {
     app.on(op.method, op.path, (c) => handle(c, s, op));
   }
+  mountMcp(app, s);
 
   app.notFound((c) =>
     c.json(

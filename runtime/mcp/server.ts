@@ -1,0 +1,87 @@
+/**
+ * The MCP transport: streamable HTTP at /mcp on the API port (interface.md, MCP). Stateless:
+ * every POST gets a fresh low-level `Server` and transport (a stateless transport cannot be
+ * reused), so any replica answers any call and no session id exists. The credential is checked
+ * as on HTTP before any MCP method; the caller's identity and X-Svc-Scope reach the tools
+ * through the per-request closure.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Context, Hono } from 'hono';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Ctx } from '../../handlers/context.js';
+import { asSvcError } from '../../handlers/index.js';
+import type { Identity } from '../../handlers/types.js';
+import { authenticateRequest, clientAddress } from '../http/app.js';
+import { makeCtx, type Services } from '../services.js';
+import { callTool, TOOL_LIST, type ToolArgs } from './tools.js';
+
+export const MCP_PATH = '/mcp';
+
+const SERVER_INFO = { name: 'kslate', version: '0.9.0' };
+
+/** Read by the host and usually shown to the model: the one habit every tool relies on. */
+const INSTRUCTIONS = [
+  'kslate holds shared records that several agents read and write. Records are named "<class>/<id>".',
+  'Every field has a version. Read with svc_get, then write with svc_put and expected_version = the version you read (0 when the field has no value).',
+  'If svc_put answers STALE, someone changed the field since your read: look at current_value, decide again, and retry with expected_version = current_version only if your change still makes sense.',
+  'Claim a task field with svc_claim before working on it (HELD: someone else has it; pick another task), and save your progress with svc_checkpoint so that another agent can continue.',
+].join(' ');
+
+/**
+ * Mount `/mcp` on the API app: POST carries MCP messages; GET and DELETE answer 405, as a
+ * stateless server offers no SSE stream and no session to end.
+ */
+export function mountMcp(app: Hono, s: Services): void {
+  app.post(MCP_PATH, (c) => withIdentity(c, s, (identity) => serveMcp(c, s, identity)));
+  app.on(['GET', 'DELETE'], MCP_PATH, (c) => withIdentity(c, s, async () => methodNotAllowed()));
+}
+
+/**
+ * The credential check of every transport, before any MCP method: UNAUTHENTICATED (401) and
+ * RATE_LIMITED (429) are plain HTTP answers with the error body, as on HTTP/JSON.
+ */
+async function withIdentity(c: Context, s: Services, next: (identity: Identity) => Promise<Response>): Promise<Response> {
+  let identity: Identity;
+  try {
+    identity = await authenticateRequest(s, clientAddress(c, s.cfg.trustProxy), c.req.header('authorization'));
+  } catch (e) {
+    const err = asSvcError(e, { log: s.log, requestId: randomUUID() });
+    return c.json(err.body(), err.status as 401);
+  }
+  return next(identity);
+}
+
+/** One POST: a fresh server and stateless transport, answered as JSON, then both closed. */
+async function serveMcp(c: Context, s: Services, identity: Identity): Promise<Response> {
+  const scope = c.req.header('x-svc-scope');
+  // A fresh context per tool call: the handlers keep per-call trace state on it.
+  const server = createMcpServer(() => makeCtx(s, identity, scope));
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  await server.connect(transport);
+  try {
+    // In JSON mode this resolves once every request of the message has its response.
+    return await transport.handleRequest(c.req.raw);
+  } finally {
+    await server.close().catch(() => undefined);
+  }
+}
+
+/** The low-level MCP server: JSON Schema tool listings, tool calls translated onto the operation table. */
+export function createMcpServer(newCtx: () => Ctx): Server {
+  const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
+  server.setRequestHandler(CallToolRequestSchema, (req) =>
+    callTool(req.params.name, req.params.arguments as ToolArgs | undefined, newCtx),
+  );
+  return server;
+}
+
+/** What the SDK's stateless example answers on GET and DELETE. */
+function methodNotAllowed(): Response {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null }), {
+    status: 405,
+    headers: { allow: 'POST', 'content-type': 'application/json' },
+  });
+}
