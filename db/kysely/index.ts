@@ -190,13 +190,7 @@ export class PgDb implements Db {
   write<T>(cls: string, rid: string, fieldNames: string[], fn: (tx: WriteTx) => Promise<T>): Promise<T> {
     return this.guard(() =>
       this.kysely.transaction().execute(async (trx) => {
-        let locked = await lockRecord(trx, cls, rid, fieldNames);
-        if (!locked.record) {
-          // The record does not exist: serialise creators on the record's name, then look
-          // again (another creator may have committed while we waited).
-          await sql`select pg_advisory_xact_lock(hashtextextended(${cls + '/' + rid}, 0))`.execute(trx);
-          locked = await lockRecord(trx, cls, rid, fieldNames);
-        }
+        const locked = await lockRecord(trx, cls, rid, fieldNames);
         const tx = new PgWriteTx(trx, cls, rid, locked.record, locked.fields, locked.dbNow);
         return fn(tx);
       }),
@@ -398,28 +392,15 @@ export class PgDb implements Db {
 }
 
 async function lockRecord(trx: Transaction<any>, cls: string, rid: string, fieldNames: string[]) {
-  // Lock the record row first, then read its fields in a second statement. One statement
-  // with a join would be wrong: under READ COMMITTED a writer that waited for the lock gets
-  // the record row re-read but the joined field rows as they were before the wait (a lost
-  // update). The second statement takes a fresh snapshot, after the lock is ours; every
-  // writer of a field holds the record lock first, so the fields cannot move under us.
-  const rec = await sql<{ id: number; record_version: number; db_now: Date }>`
-    select id, record_version, now() as db_now from records
-    where class = ${cls} and rid = ${rid}
-    for update`.execute(trx);
-  const row = rec.rows[0];
+  // One round trip (migration 0002): the row lock (or the creation lock), then the fields
+  // read with a snapshot taken after the lock is held.
+  const res = await sql<Record<string, unknown>>`
+    select * from kslate_lock_record(${cls}, ${rid}, ${fieldNames}::text[])`.execute(trx);
   const fields = new Map<string, FieldRow>();
-  if (!row) {
-    const n = await sql<{ n: Date }>`select now() as n`.execute(trx);
-    return { record: null, fields, dbNow: n.rows[0].n };
-  }
-  if (fieldNames.length > 0) {
-    const res = await sql<Record<string, unknown>>`
-      select ${FIELD_COLUMNS} from fields f
-      where f.record_id = ${row.id} and f.name = any(${fieldNames}::text[])`.execute(trx);
-    for (const f of res.rows) fields.set(f.name as string, mapField(f));
-  }
-  return { record: { id: Number(row.id), record_version: Number(row.record_version) }, fields, dbNow: row.db_now };
+  const first = res.rows[0];
+  for (const row of res.rows) if (row.name !== null) fields.set(row.name as string, mapField(row));
+  const record = first.rec_id === null ? null : { id: Number(first.rec_id), record_version: Number(first.rec_version) };
+  return { record, fields, dbNow: first.db_now as Date };
 }
 
 class PgWriteTx implements WriteTx {

@@ -3,6 +3,7 @@
  * Workers too). Append new ones; never reorder or edit applied ones.
  */
 import * as m0001 from './0001_init.js';
+import * as m0002 from './0002_lock_function.js';
 
 export interface Migration {
   version: number;
@@ -10,7 +11,7 @@ export interface Migration {
   up: string;
 }
 
-export const migrations: Migration[] = [m0001];
+export const migrations: Migration[] = [m0001, m0002];
 
 /** The schema version this build expects; /readyz is 200 only when it is present. */
 export const SCHEMA_VERSION = migrations[migrations.length - 1].version;
