@@ -7,14 +7,14 @@ import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { classes } from './classes.js';
 import { getClass } from './class.js';
-import { get } from './get.js';
-import { history } from './history.js';
-import { put } from './put.js';
-import { append } from './append.js';
-import { claim } from './claim.js';
-import { checkpointSave } from './checkpoint-save.js';
-import { checkpointLoad } from './checkpoint-load.js';
-import { query } from './query.js';
+import { get, type GetInput } from './get.js';
+import { history, type HistoryInput } from './history.js';
+import { put, type PutInput } from './put.js';
+import { append, type AppendInput } from './append.js';
+import { claim, type ClaimInput } from './claim.js';
+import { checkpointSave, type CheckpointSaveInput } from './checkpoint-save.js';
+import { checkpointLoad, type CheckpointLoadInput } from './checkpoint-load.js';
+import { query, type QueryInput } from './query.js';
 import type { Outcome } from './pipeline.js';
 import type { RawBody } from './body.js';
 
@@ -58,7 +58,7 @@ export const operations = {
     handler: getClass,
     fromHttp: ({ params }) => ({ name: params.name }),
   }),
-  history: op({
+  history: op<HistoryInput>({
     name: 'history',
     method: 'GET',
     path: '/v1/records/:class/:id/history',
@@ -72,7 +72,7 @@ export const operations = {
       before: query.before,
     }),
   }),
-  get: op({
+  get: op<GetInput>({
     name: 'get',
     method: 'GET',
     path: '/v1/records/:class/:id',
@@ -85,7 +85,7 @@ export const operations = {
       entries_limit: query.entries_limit,
     }),
   }),
-  query: op({
+  query: op<QueryInput>({
     name: 'query',
     method: 'GET',
     path: '/v1/records/:class',
@@ -96,7 +96,7 @@ export const operations = {
       return { class: params.class, filters, limit, after };
     },
   }),
-  checkpointLoad: op({
+  checkpointLoad: op<CheckpointLoadInput>({
     name: 'checkpointLoad',
     method: 'GET',
     path: '/v1/records/:class/:id/checkpoint',
@@ -104,7 +104,7 @@ export const operations = {
     handler: checkpointLoad,
     fromHttp: ({ params, query: q }) => ({ class: params.class, id: params.id, role: q.role }),
   }),
-  checkpointSave: op({
+  checkpointSave: op<CheckpointSaveInput>({
     name: 'checkpointSave',
     method: 'PUT',
     path: '/v1/records/:class/:id/checkpoint',
@@ -112,7 +112,7 @@ export const operations = {
     handler: checkpointSave,
     fromHttp: ({ params, body }) => ({ class: params.class, id: params.id, body }),
   }),
-  claim: op({
+  claim: op<ClaimInput>({
     name: 'claim',
     method: 'PUT',
     path: '/v1/records/:class/:id/fields/:field/claim',
@@ -120,7 +120,7 @@ export const operations = {
     handler: claim,
     fromHttp: ({ params, body }) => ({ class: params.class, id: params.id, field: params.field, body }),
   }),
-  append: op({
+  append: op<AppendInput>({
     name: 'append',
     method: 'POST',
     path: '/v1/records/:class/:id/fields/:field/entries',
@@ -128,7 +128,7 @@ export const operations = {
     handler: append,
     fromHttp: ({ params, body }) => ({ class: params.class, id: params.id, field: params.field, body }),
   }),
-  put: op({
+  put: op<PutInput>({
     name: 'put',
     method: 'PUT',
     path: '/v1/records/:class/:id/fields/:field',
