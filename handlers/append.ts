@@ -3,7 +3,7 @@
  * field. The field version is the entry count; earlier entries are never rewritten.
  */
 import * as v from 'valibot';
-import { basedOnSchema, bodyObject, lenientInvocation, lenientPremises, invocationSchema, parseWith, type RawBody } from './body.js';
+import { basedOnSchema, bodyObject, declareNoPremisesSchema, resolvePremises, lenientInvocation, lenientPremises, invocationSchema, parseWith, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { runWrite, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
@@ -20,6 +20,7 @@ const appendBody = v.strictObject({
   entry: v.unknown(),
   evidence: v.optional(v.nullable(v.string('must be a string'))),
   based_on: basedOnSchema,
+  declare_no_premises: declareNoPremisesSchema,
   invocation: invocationSchema,
 });
 
@@ -50,7 +51,7 @@ const appendOp: WriteOp<AppendBody> = {
     const obj = bodyObject(raw, where);
     const b = parseWith(appendBody, obj, where);
     if (!('entry' in obj)) throw new SvcError('MALFORMED', 'The body needs `entry`: the JSON value to append.', where);
-    return { entry: b.entry, evidence: b.evidence ?? null, based_on: b.based_on, invocation: b.invocation ?? null };
+    return { entry: b.entry, evidence: b.evidence ?? null, based_on: resolvePremises(b.based_on, b.declare_no_premises, where), invocation: b.invocation ?? null };
   },
 
   checkValue(b, access, field, def) {

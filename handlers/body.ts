@@ -10,7 +10,9 @@ export type RawBody =
   | { kind: 'none' }
   | { kind: 'text'; text: string }
   | { kind: 'json'; value: unknown }
-  | { kind: 'too-large'; limit: number };
+  | { kind: 'too-large'; limit: number }
+  /** A transport could not turn its message into JSON (e.g. a protobuf Value with no kind). */
+  | { kind: 'invalid'; reason: string };
 
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Deepest nesting of arrays and objects accepted in a body. */
@@ -55,6 +57,8 @@ export function bodyObject(raw: RawBody, where: Record<string, unknown>, optiona
   switch (raw.kind) {
     case 'too-large':
       throw new SvcError('MALFORMED', `The request body is larger than ${raw.limit} bytes (4 MiB); send a smaller value.`, where);
+    case 'invalid':
+      throw new SvcError('MALFORMED', raw.reason, where);
     case 'none':
       if (optional) return {};
       throw new SvcError('MALFORMED', 'The request needs a JSON object body.', where);
@@ -144,6 +148,25 @@ export const invocationSchema = v.optional(
 );
 
 export const evidenceSchema = v.optional(v.string('must be a string'));
+
+/** gRPC's flag for "infer nothing"; on HTTP the same as `based_on: []`. */
+export const declareNoPremisesSchema = v.optional(v.boolean('must be true or false'));
+
+/** `based_on` after `declare_no_premises`: both together are MALFORMED (interface: gRPC). */
+export function resolvePremises<P>(
+  basedOn: P[] | undefined,
+  declareNone: boolean | undefined,
+  where: Record<string, unknown>,
+): P[] | undefined {
+  if (declareNone && basedOn && basedOn.length > 0) {
+    throw new SvcError(
+      'MALFORMED',
+      `declare_no_premises says the write rests on nothing, but based_on lists ${basedOn.length} premise(s); send one or the other.`,
+      where,
+    );
+  }
+  return declareNone ? [] : basedOn;
+}
 
 export const versionSchema = v.pipe(
   v.number('must be an integer'),

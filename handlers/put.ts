@@ -6,7 +6,7 @@
 import * as v from 'valibot';
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
 import type { FieldRow } from '../db/port.js';
-import { basedOnSchema, bodyObject, lenientInvocation, lenientPremises, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
+import { basedOnSchema, bodyObject, declareNoPremisesSchema, resolvePremises, lenientInvocation, lenientPremises, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { byteLength, formatTime, KIB } from './format.js';
@@ -25,6 +25,7 @@ const putBody = v.strictObject({
   expected_version: v.optional(v.unknown()),
   evidence: evidenceSchema,
   based_on: basedOnSchema,
+  declare_no_premises: declareNoPremisesSchema,
   invocation: invocationSchema,
 });
 
@@ -90,7 +91,7 @@ const putOp: WriteOp<PutBody> = {
       value: b.value,
       expected_version: expected,
       evidence: b.evidence ?? null,
-      based_on: b.based_on,
+      based_on: resolvePremises(b.based_on, b.declare_no_premises, where),
       invocation: b.invocation ?? null,
       soft,
     };

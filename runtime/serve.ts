@@ -1,4 +1,7 @@
-/** `kslate serve`: the gateway process (HTTP/JSON on --listen, metrics and /readyz on --metrics-port). */
+/**
+ * `kslate serve`: the gateway process (HTTP/JSON on --listen, metrics and /readyz on
+ * --metrics-port, gRPC on --grpc-port when it is not 0).
+ */
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -7,6 +10,7 @@ import { Hono } from 'hono';
 import { migrate } from '../db/migrate.js';
 import type { Logger } from '../handlers/context.js';
 import type { Config } from './config.js';
+import { startGrpc, type GrpcServer } from './grpc/server.js';
 import { createApp, readyz } from './http/app.js';
 import { createServices, type Services } from './services.js';
 
@@ -14,6 +18,8 @@ export interface Gateway {
   services: Services;
   url: string;
   metricsUrl: string;
+  /** The bound gRPC port; absent when gRPC is off (--grpc-port 0). */
+  grpcPort?: number;
   close(): Promise<void>;
 }
 
@@ -72,25 +78,47 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
   metricsApp.get('/readyz', (c) => readyz(c, services));
   const metrics = await listen(metricsApp.fetch, cfg.listenHost, cfg.metricsPort, cfg, false);
 
+  const closeHttp = () =>
+    Promise.all(
+      [api.server, metrics.server].map(
+        (srv) =>
+          new Promise<void>((res) => {
+            (srv as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+            srv.close(() => res());
+          }),
+      ),
+    );
+
+  let grpcServer: GrpcServer | undefined;
+  if (cfg.grpcPort !== 0) {
+    try {
+      grpcServer = await startGrpc(services, {
+        host: cfg.listenHost,
+        port: cfg.grpcPort,
+        tls: tls ? { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) } : undefined,
+      });
+    } catch (e) {
+      // Nothing half-started: a gateway without the gRPC it was asked for does not run.
+      if (timer) clearTimeout(timer);
+      await closeHttp();
+      await services.close();
+      throw e;
+    }
+  }
+
   const host = cfg.listenHost.includes(':') ? `[${cfg.listenHost}]` : cfg.listenHost;
   const url = `${tls ? 'https' : 'http'}://${host}:${api.port}`;
   const metricsUrl = `http://${host}:${metrics.port}`;
   log.info(`kslate gateway listening on ${url} (metrics and /readyz on ${metricsUrl})`);
+  if (grpcServer) log.info(`gRPC listening on ${host}:${grpcServer.port}${tls ? ' (TLS)' : ''}`);
   return {
     services,
     url,
     metricsUrl,
+    ...(grpcServer ? { grpcPort: grpcServer.port } : {}),
     async close() {
       if (timer) clearTimeout(timer);
-      await Promise.all(
-        [api.server, metrics.server].map(
-          (srv) =>
-            new Promise<void>((res) => {
-              (srv as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-              srv.close(() => res());
-            }),
-        ),
-      );
+      await Promise.all([closeHttp(), grpcServer?.close()]);
       await services.close();
     },
   };

@@ -1,0 +1,177 @@
+/**
+ * The gateway under test: `node bin/kslate.js serve` as a child process, with a class manifest
+ * directory and a key file written to a temp dir, plus an RSS sampler (VmRSS every 200 ms).
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { CLASS, FIELDS, QCLASS, STATUSES } from './db.mjs';
+import { freePort, rssMb, sleep } from './util.mjs';
+
+export const tokenOf = (i) => `bench-key-${i}`;
+export const authOf = (i) => `Bearer ${tokenOf(i)}`;
+
+/** Write the classes and keys for `identities` agents (apikey:bench-0 ...). */
+export function writeConfig(identities) {
+  const dir = mkdtempSync(join(tmpdir(), 'kslate-bench-gw-'));
+  const classesDir = join(dir, 'classes');
+  mkdirSync(classesDir);
+  const subjects = Array.from({ length: identities }, (_, i) => `apikey:bench-${i}`);
+  const roles = { agent: { subjects, read: ['*'], write: ['*'] } };
+  const manifests = [
+    {
+      name: CLASS,
+      spec: {
+        fields: { ...Object.fromEntries(FIELDS.map((f) => [f, { kind: 'versioned' }])), job: { kind: 'task' } },
+        roles,
+      },
+    },
+    {
+      name: QCLASS,
+      spec: {
+        fields: { team: { kind: 'versioned', type: 'string' }, status: { kind: 'versioned', type: 'string', enum: STATUSES } },
+        roles,
+      },
+    },
+  ];
+  writeFileSync(
+    join(classesDir, 'bench.yaml'),
+    manifests
+      .map((m) => stringify({ apiVersion: 'kslate.dev/v1', kind: 'SharedContext', metadata: { name: m.name, namespace: 'bench' }, spec: m.spec }))
+      .join('---\n'),
+  );
+  const keysFile = join(dir, 'apikeys.yaml');
+  writeFileSync(
+    keysFile,
+    stringify({
+      keys: subjects.map((_, i) => ({ name: `bench-${i}`, sha256: createHash('sha256').update(tokenOf(i)).digest('hex') })),
+    }),
+  );
+  return { dir, classesDir, keysFile, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The environment without KSLATE_* variables: only the flags below configure the gateway. */
+function cleanEnv() {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('KSLATE_')) env[k] = v;
+  return env;
+}
+
+/**
+ * Spawn `kslate serve` and wait for its `listening` log line and /readyz.
+ * opts: { root, databaseUrl, classesDir, keysFile, grpc (bool), profileDir, say }
+ */
+export async function startGateway(opts) {
+  const port = await freePort();
+  const metricsPort = await freePort();
+  const grpcPort = opts.grpc ? await freePort() : 0;
+  const nodeArgs = opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : [];
+  const args = [
+    ...nodeArgs,
+    join(opts.root, 'bin', 'kslate.js'),
+    'serve',
+    '--database-url', opts.databaseUrl,
+    '--classes', opts.classesDir,
+    '--identity', 'apikey',
+    '--apikeys', opts.keysFile,
+    '--listen', `127.0.0.1:${port}`,
+    '--metrics-port', String(metricsPort),
+    ...(grpcPort ? ['--grpc-port', String(grpcPort)] : []),
+    '--log-level', 'info',
+  ];
+  const child = spawn(process.execPath, args, { cwd: opts.root, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const tail = [];
+  const keep = (line) => {
+    tail.push(line);
+    if (tail.length > 50) tail.shift();
+  };
+  let exited = null;
+  const exitPromise = new Promise((resolve) =>
+    child.once('exit', (code, signal) => {
+      exited = { code, signal };
+      resolve(exited);
+    }),
+  );
+  const listening = new Promise((resolve, reject) => {
+    let buf = '';
+    child.stdout.on('data', (d) => {
+      buf += d;
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        keep(line);
+        if (/listening/.test(line)) resolve(line);
+      }
+    });
+    child.stderr.on('data', (d) => keep(String(d).trimEnd()));
+    exitPromise.then((e) => reject(new Error(`kslate serve exited (${e.code ?? e.signal}) before listening:\n${tail.join('\n')}`)));
+    setTimeout(() => reject(new Error(`kslate serve did not log "listening" within 60 s:\n${tail.join('\n')}`)), 60_000).unref();
+  });
+  await listening;
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (i > 100) throw new Error('kslate serve never became ready');
+    await sleep(100);
+  }
+  const sampler = new RssSampler(child.pid);
+  return {
+    url,
+    port,
+    grpcPort,
+    pid: child.pid,
+    sampler,
+    tail,
+    get exited() {
+      return exited;
+    },
+    async stop() {
+      sampler.stop();
+      if (exited) return exited;
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      const e = await exitPromise;
+      clearTimeout(t);
+      return e;
+    },
+  };
+}
+
+/** Peak VmRSS of a process, overall and per window (one window per scenario). */
+export class RssSampler {
+  constructor(pid, everyMs = 200) {
+    this.pid = pid;
+    this.peak = 0;
+    this.windowPeak = 0;
+    this.last = 0;
+    this.sample();
+    this.timer = setInterval(() => this.sample(), everyMs);
+    this.timer.unref();
+  }
+  sample() {
+    const mb = rssMb(this.pid);
+    if (mb === null) return;
+    this.last = mb;
+    if (mb > this.peak) this.peak = mb;
+    if (mb > this.windowPeak) this.windowPeak = mb;
+  }
+  beginWindow() {
+    this.sample();
+    this.windowPeak = this.last;
+  }
+  endWindow() {
+    this.sample();
+    return this.windowPeak;
+  }
+  stop() {
+    clearInterval(this.timer);
+  }
+}
+
+export const grpcServerBuilt = (root) => existsSync(join(root, 'dist', 'runtime', 'grpc', 'server.js'));
+export const mcpServerBuilt = (root) => existsSync(join(root, 'dist', 'runtime', 'mcp', 'server.js'));

@@ -1,0 +1,174 @@
+/**
+ * Load generators: autocannon (closed loop, keep-alive connections = clients) for the HTTP
+ * scenarios, an open-loop pacer on node:http keep-alive sockets for the fixed-rate run, and a
+ * probe that measures the gateway's peak RSS and every party's CPU over a measured window.
+ */
+import http from 'node:http';
+import autocannon from 'autocannon';
+import { Latencies, machineCpu, postgresCpu, processCpu } from './util.mjs';
+
+/**
+ * Measures one window: gateway peak RSS (from the sampler), CPU cores used by the gateway,
+ * PostgreSQL and this process (the load generator).
+ */
+export class Probe {
+  constructor(env) {
+    this.env = env;
+  }
+  start() {
+    const e = this.env;
+    e.sampler?.beginWindow();
+    this.t0 = performance.now();
+    this.gw0 = e.gatewayPid ? processCpu(e.gatewayPid) : null;
+    this.pg0 = postgresCpu(e.postmasterPid);
+    this.self0 = process.cpuUsage();
+    this.m0 = machineCpu();
+  }
+  stop() {
+    const e = this.env;
+    const secs = (performance.now() - this.t0) / 1000;
+    const gw1 = e.gatewayPid ? processCpu(e.gatewayPid) : null;
+    const pg1 = postgresCpu(e.postmasterPid);
+    const self = process.cpuUsage(this.self0);
+    const m1 = machineCpu();
+    const gateway = gw1 !== null && this.gw0 !== null ? (gw1 - this.gw0) / secs : 0;
+    const postgres = (pg1 - this.pg0) / secs;
+    const loadgen = (self.user + self.system) / 1e6 / secs;
+    const machine = (m1.busy - this.m0.busy) / secs;
+    return {
+      seconds: secs,
+      peakRssMb: e.sampler ? e.sampler.endWindow() : null,
+      cpu: {
+        gateway: e.gatewayPid ? gateway : null,
+        postgres,
+        loadgen,
+        // Every core busy on the machine, and what of it was none of the three (other
+        // processes sharing the machine, kernel work not charged to them, steal).
+        machine,
+        other: Math.max(0, machine - gateway - postgres - loadgen),
+        steal: (m1.steal - this.m0.steal) / secs,
+      },
+    };
+  }
+}
+
+/**
+ * Run autocannon for `duration` seconds with `connections` keep-alive connections. Each
+ * connection gets its own request sequence from `perClient(i)` (autocannon `requests` with
+ * setupRequest/onResponse), so per-connection state lives in that closure.
+ * Latencies are taken from the `response` events (float ms, every status).
+ */
+export function cannon({ url, connections, duration, perClient, timeout = 10 }) {
+  return new Promise((resolve, reject) => {
+    const lat = new Latencies();
+    const codes = {};
+    let responses = 0;
+    let ok = 0;
+    let next = 0;
+    const t0 = performance.now();
+    const inst = autocannon(
+      {
+        url,
+        connections,
+        duration,
+        timeout,
+        setupClient(client) {
+          client.setRequests(perClient(next++));
+        },
+      },
+      (err, res) => {
+        if (err) return reject(err);
+        const secs = (performance.now() - t0) / 1000;
+        resolve({
+          seconds: secs,
+          responses,
+          ok,
+          codes,
+          errors: res.errors,
+          timeouts: res.timeouts,
+          resets: res.resets,
+          latency: lat.summary(),
+        });
+      },
+    );
+    inst.on('response', (_client, status, _bytes, ms) => {
+      responses++;
+      if (status >= 200 && status < 300) ok++;
+      codes[status] = (codes[status] ?? 0) + 1;
+      lat.push(ms);
+    });
+  });
+}
+
+/**
+ * Open loop: request k is due at start + k/rate whatever happened before, sent on up to
+ * `sockets` keep-alive connections, and its latency counts from when it was due (so a
+ * stall shows as latency instead of as fewer requests: no coordinated omission).
+ * `next()` returns { method, path, headers, body, done(status, text) } or null (skip).
+ */
+export function openLoop({ host, port, rate, duration, sockets, next }) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
+  const lat = new Latencies();
+  const codes = {};
+  const total = Math.max(1, Math.floor(rate * duration));
+  const interval = 1000 / rate;
+  let sent = 0;
+  let done = 0;
+  let ok = 0;
+  let errors = 0;
+  let skipped = 0;
+  return new Promise((resolve) => {
+    const start = performance.now();
+    const finish = () => {
+      if (sent < total || done < sent) return;
+      agent.destroy();
+      resolve({
+        seconds: (performance.now() - start) / 1000,
+        responses: done - errors - skipped,
+        ok,
+        codes,
+        errors,
+        skipped,
+        target_rate: rate,
+        latency: lat.summary(),
+      });
+    };
+    const fire = (due) => {
+      const r = next();
+      if (!r) {
+        skipped++;
+        done++;
+        return;
+      }
+      const req = http.request({ agent, host, port, method: r.method, path: r.path, headers: r.headers }, (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          lat.push(performance.now() - due);
+          codes[res.statusCode] = (codes[res.statusCode] ?? 0) + 1;
+          if (res.statusCode >= 200 && res.statusCode < 300) ok++;
+          r.done(res.statusCode, Buffer.concat(chunks).toString());
+          done++;
+          finish();
+        });
+      });
+      req.on('error', () => {
+        errors++;
+        done++;
+        r.done(0, '');
+        finish();
+      });
+      req.end(r.body);
+    };
+    const tick = () => {
+      const now = performance.now();
+      while (sent < total && start + sent * interval <= now) {
+        fire(start + sent * interval);
+        sent++;
+      }
+      if (sent < total) setTimeout(tick, Math.max(0, start + sent * interval - performance.now()));
+      else finish();
+    };
+    tick();
+  });
+}

@@ -1,0 +1,133 @@
+/**
+ * The raw-SQL baseline: the same database work the gateway does for put and get, straight
+ * from the pg driver, one connection per simulated client in a tight loop. The statements
+ * mirror db/kysely/index.ts (lockRecord, PgWriteTx.applyField, readRecord) and are sent the
+ * way Kysely sends them: parameterised (unnamed prepared statements), begin/commit as text.
+ */
+import pg from 'pg';
+import { CLASS, FIELD_COLUMNS, pgTypes } from './db.mjs';
+import { Latencies, ownedIndex, randInt } from './util.mjs';
+
+const LOCK = `select id, record_version, now() as db_now from records
+    where class = $1 and rid = $2
+    for update`;
+
+const LOCK_FIELDS = `select ${FIELD_COLUMNS} from fields f
+      where f.record_id = $1 and f.name = any($2::text[])`;
+
+// PgWriteTx.applyField for an existing record and a versioned field: one statement raising
+// the record version, upserting the field and inserting the history row.
+const APPLY = `with r as (update records set record_version = record_version + 1, last_write_at = now()
+            where id = $1 returning id, record_version),
+      f as (
+        insert into fields (record_id, class, name, kind, value, version, record_version, author,
+                            identity_strength, evidence, based_on, invocation, updated_at, owner, lease_expires_at)
+        select r.id, $2, $3, $4, $5::json, $6, r.record_version,
+               $7, $8, $9, $10::jsonb,
+               $11::json, now(), $12, $13::timestamptz
+        from r
+        on conflict (record_id, name) do update set
+          value = excluded.value, version = excluded.version, record_version = excluded.record_version,
+          author = excluded.author, identity_strength = excluded.identity_strength,
+          evidence = excluded.evidence, based_on = excluded.based_on, invocation = excluded.invocation,
+          updated_at = excluded.updated_at, owner = excluded.owner, lease_expires_at = excluded.lease_expires_at,
+          lease_lapsed = false
+      ),
+      h as (
+        insert into history (class, rid, field, op, version, record_version, value, author, identity_strength,
+                             evidence, expected_version, based_on, invocation, outcome)
+        select $14, $15, $16, $17, $18, r.record_version,
+               $19::json, $20, $21, $22,
+               $23, $24::jsonb, $25::json, 'applied'
+        from r
+      )
+      select id, record_version from r`;
+
+const READ_RECORD = `select id, record_version, created_at from records where class = $1 and rid = $2`;
+const READ_FIELDS = `select ${FIELD_COLUMNS} from fields f
+        where f.record_id = $1 and f.name = any($2::text[])
+        order by f.name`;
+
+/**
+ * One versioned put of field f1 on bench/r-<idx> with the expected version `versions[idx]`:
+ * BEGIN; lock the record; read the field; compare; apply; COMMIT. Returns true when applied.
+ */
+export async function rawPut(c, idx, versions, author, value) {
+  const rid = `r-${idx}`;
+  const expected = versions[idx];
+  await c.query('begin');
+  try {
+    const rec = (await c.query(LOCK, [CLASS, rid])).rows[0];
+    const f = (await c.query(LOCK_FIELDS, [rec.id, ['f1']])).rows[0];
+    const current = f ? Number(f.version) : 0;
+    if (current !== expected) {
+      await c.query('rollback');
+      versions[idx] = current;
+      return false;
+    }
+    const version = current + 1;
+    const v = JSON.stringify(value);
+    await c.query(APPLY, [
+      rec.id, CLASS, 'f1', 'versioned', v, version, author, 'shared-secret', null, null, null, null, null,
+      CLASS, rid, 'f1', 'put', version, v, author, 'shared-secret', null, expected, null, null,
+    ]);
+    await c.query('commit');
+    versions[idx] = version;
+    return true;
+  } catch (e) {
+    await c.query('rollback').catch(() => undefined);
+    throw e;
+  }
+}
+
+/** The reads of a get: the record row, then its fields (readRecord). */
+export async function rawGet(c, rid, names) {
+  const rec = (await c.query(READ_RECORD, [CLASS, rid])).rows[0];
+  const fields = await c.query(READ_FIELDS, [Number(rec.id), names]);
+  return fields.rows.length;
+}
+
+/**
+ * Run `op(client, i)` in a tight loop on `clients` connections: `warmup` seconds unrecorded,
+ * then `duration` seconds recorded (inside probe.start/stop). op returns true when it counts
+ * as ok (applied or read).
+ */
+export async function rawRun({ url, clients, warmup, duration, op, probe }) {
+  const conns = [];
+  for (let i = 0; i < clients; i++) {
+    const c = new pg.Client({ connectionString: url, types: pgTypes });
+    await c.connect();
+    conns.push(c);
+  }
+  const phase = async (secs, lat) => {
+    const until = performance.now() + secs * 1000;
+    let ok = 0;
+    let other = 0;
+    await Promise.all(
+      conns.map(async (c, i) => {
+        while (performance.now() < until) {
+          const t = performance.now();
+          const good = await op(c, i);
+          lat?.push(performance.now() - t);
+          if (good) ok++;
+          else other++;
+        }
+      }),
+    );
+    return { ok, other };
+  };
+  try {
+    if (warmup > 0) await phase(warmup, null);
+    const lat = new Latencies();
+    probe.start();
+    const t0 = performance.now();
+    const { ok, other } = await phase(duration, lat);
+    const seconds = (performance.now() - t0) / 1000;
+    const p = probe.stop();
+    return { seconds, ok, responses: ok + other, other, latency: lat.summary(), probe: p };
+  } finally {
+    await Promise.all(conns.map((c) => c.end().catch(() => undefined)));
+  }
+}
+
+export { ownedIndex, randInt };

@@ -1,0 +1,88 @@
+/**
+ * The table (Markdown, so it pastes into docs/performance.md) and the targets of issue #5.
+ */
+const fmt = (x, d = 2) => (x === null || x === undefined ? '–' : Number(x).toFixed(d));
+const fmtRate = (x) => (x === null || x === undefined ? '–' : x >= 100 ? String(Math.round(x)) : x.toFixed(1));
+
+const VIA = { http: 'HTTP', raw: 'raw SQL (pg)', mcp: 'MCP', grpc: 'gRPC', 'http open loop': 'HTTP, open loop' };
+
+/** Targets of the issue, evaluated on this run's rows. */
+export function evaluateTargets(rows, ctx) {
+  const top = ctx.cfg.levels[ctx.cfg.levels.length - 1];
+  const find = (s, t, c) => rows.find((r) => r.scenario === s && r.transport === t && (c === undefined || r.clients === c));
+  const targets = [];
+  const add = (id, label, r, value, unit, want, ok, note) => {
+    const t = { id, label, value, unit, want, result: value === null || value === undefined ? 'n/a' : ok ? 'PASS' : 'MISS', note };
+    targets.push(t);
+    if (r) r.target = `${want} ${t.result}`;
+  };
+  const putHttp = find('put', 'http', top);
+  add('put_ratio', `put@${top} HTTP / raw SQL`, putHttp, putHttp?.ratio, '', '≥ 0.60', putHttp?.ratio >= 0.6);
+  const getHttp = find('get', 'http', top);
+  add('get_ratio', `get@${top} HTTP / raw SQL`, getHttp, getHttp?.ratio, '', '≥ 0.60', getHttp?.ratio >= 0.6);
+  for (const t of ['mcp', 'grpc']) {
+    const r = find('put', t, top);
+    const na = rows.find((x) => x.scenario === 'put' && x.transport === t && x.unavailable);
+    add(`${t}_ratio`, `${VIA[t]} put@${top} / HTTP put@${top}`, r, r?.ratio, '', '≥ 0.70', r?.ratio >= 0.7, na ? 'not available in this build' : undefined);
+  }
+  const half = rows.find((r) => r.scenario === 'put p99 at 50% of peak');
+  add('put_p99_half_peak', `p99 put latency at 50% of peak (${half?.target_rate ?? '?'} req/s)`, half, half?.p99, 'ms', '≤ 10 ms', half?.p99 <= 10);
+  const q = find('query', 'http', 1);
+  add('query_p50', `query p50, 1 filter, ${ctx.cfg.sizes.query.toLocaleString('en')} records`, q, q?.p50, 'ms', '≤ 5 ms', q?.p50 <= 5,
+    ctx.cfg.sizes.query < 1_000_000 ? 'fewer records than the 1,000,000 of the target (--quick/--smoke)' : undefined);
+  const h = find('history', 'http', 1);
+  add('history_p50', `history newest-1000 p50, ${ctx.cfg.sizes.history.toLocaleString('en')} rows`, h, h?.p50, 'ms', '≤ 20 ms', h?.p50 <= 20,
+    ctx.cfg.sizes.history < 100_000 ? 'fewer rows than the 100,000 of the target (--quick/--smoke)' : undefined);
+  add('rss', 'gateway peak RSS, whole run', null, ctx.peakRssMb, 'MB', '≤ 200 MB', ctx.peakRssMb <= 200);
+  const hot = find('hot', 'http');
+  if (hot) {
+    const t = {
+      id: 'no_lost_update',
+      label: `hot: no lost update (history replay of ${hot.proof.records} records)`,
+      value: hot.proof.applied_rows,
+      unit: 'applied versions checked',
+      want: 'no violation',
+      result: hot.proof.ok ? 'PASS' : 'FAIL',
+    };
+    targets.push(t);
+    hot.target = `no lost update ${t.result}`;
+  }
+  return targets;
+}
+
+export function renderTable(rows, targets, meta) {
+  const lines = [];
+  lines.push(`kslate bench — ${meta.mode} run, ${meta.when}`);
+  lines.push(`${meta.machine}; Node ${meta.node}; PostgreSQL ${meta.pg.version} (${meta.pg.where})`);
+  lines.push(`seeds: ${meta.sizesText}; ${meta.durationsText}`);
+  lines.push(`gateway RSS after start ${meta.idleRssMb} MB; machine busy before the run: ${meta.busyBefore} cores (other processes)`);
+  lines.push('');
+  lines.push('| scenario | via | clients | throughput | p50 ms | p99 ms | gateway RSS MB | CPU cores gw / pg / loadgen / other | ratio | target |');
+  lines.push('|---|---|---:|---:|---:|---:|---:|---|---:|---|');
+  for (const r of rows) {
+    if (r.unavailable) {
+      lines.push(`| ${r.scenario} | ${VIA[r.transport] ?? r.transport} | ${r.clients} | not available | | | | | | ${r.target ?? ''} |`);
+      continue;
+    }
+    if (r.failed) {
+      lines.push(`| ${r.scenario} | ${VIA[r.transport] ?? r.transport ?? ''} | ${r.clients ?? ''} | FAILED: ${r.failed} | | | | | | |`);
+      continue;
+    }
+    const unit = r.scenario.startsWith('floor') ? 'req/s' : r.scenario === 'hot' ? 'cycles/s' : r.transport === 'raw' ? (r.scenario === 'put' ? 'tx/s' : 'reads/s') : r.scenario === 'claim' ? 'ops/s' : 'req/s';
+    const cpu = r.cpu ? `${fmt(r.cpu.gateway, 1)} / ${fmt(r.cpu.postgres, 1)} / ${fmt(r.cpu.loadgen, 1)} / ${fmt(r.cpu.other, 1)}` : '';
+    let name = r.scenario;
+    if (r.scenario === 'hot') name = `hot (read-then-put, 10 records): ${r.applied} applied, ${r.stale} STALE`;
+    if (r.scenario === 'claim') name = `claim churn (${r.claimed} claimed, ${r.held} HELD)`;
+    if (r.scenario === 'put p99 at 50% of peak') name = `put at 50% of peak (${r.target_rate} req/s offered)`;
+    lines.push(
+      `| ${name} | ${VIA[r.transport] ?? r.transport} | ${r.clients} | ${fmtRate(r.rps)} ${unit} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.transport === 'raw' ? '–' : fmt(r.peakRssMb, 0)} | ${cpu} | ${r.ratio ?? ''} | ${r.target ?? ''} |`,
+    );
+  }
+  lines.push('');
+  lines.push('Targets (issue #5):');
+  for (const t of targets) {
+    const v = t.value === null || t.value === undefined ? 'n/a' : `${typeof t.value === 'number' ? Math.round(t.value * 100) / 100 : t.value}${t.unit && t.unit !== '' && t.unit.length < 4 ? ' ' + t.unit : ''}`;
+    lines.push(`  ${t.result.padEnd(4)}  ${t.label}: ${v} (target ${t.want})${t.note ? ` — ${t.note}` : ''}`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,491 @@
+/**
+ * The scenarios of issue #5. Each returns result rows:
+ * { scenario, transport, clients, rps, p50, p99, peakRssMb, cpu, ok, responses, codes, ... }.
+ */
+import { CLASS, FIELDS, HIST_RID, HOT, QCLASS, TEAMS, checkpoint } from './db.mjs';
+import { authOf } from './gateway.mjs';
+import { Latencies, ownedIndex, randInt, round } from './util.mjs';
+import { Probe, cannon, openLoop } from './load.mjs';
+import { rawGet, rawPut, rawRun } from './raw.mjs';
+
+const JSON_HEADERS = (i, k) => ({ authorization: authOf(i % k), 'content-type': 'application/json' });
+
+/** A result row from a load run and its probe. */
+export function row(scenario, transport, clients, run, probe, extra = {}, countAll = false) {
+  const counted = countAll ? run.responses : run.ok;
+  return {
+    scenario,
+    transport,
+    clients,
+    seconds: round(run.seconds, 2),
+    rps: round(counted / run.seconds, 1),
+    ok: run.ok,
+    responses: run.responses,
+    codes: run.codes,
+    errors: run.errors ?? 0,
+    timeouts: run.timeouts ?? 0,
+    p50: round(run.latency.p50, 3),
+    p90: round(run.latency.p90, 3),
+    p99: round(run.latency.p99, 3),
+    max: round(run.latency.max, 3),
+    mean: round(run.latency.mean, 3),
+    peakRssMb: probe.peakRssMb === null ? null : round(probe.peakRssMb, 1),
+    cpu: {
+      gateway: round(probe.cpu.gateway, 2),
+      postgres: round(probe.cpu.postgres, 2),
+      loadgen: round(probe.cpu.loadgen, 2),
+      machine: round(probe.cpu.machine, 2),
+      other: round(probe.cpu.other, 2),
+      steal: round(probe.cpu.steal, 2),
+    },
+    ...extra,
+  };
+}
+
+/** autocannon: warm up, then a measured run inside the probe. */
+async function cannonMeasured(ctx, { connections, perClient, warmup, duration }) {
+  if (warmup > 0) await cannon({ url: ctx.url, connections, duration: warmup, perClient });
+  const probe = new Probe(ctx.probeEnv);
+  probe.start();
+  const run = await cannon({ url: ctx.url, connections, duration, perClient });
+  return { run, probe: probe.stop() };
+}
+
+// ---- floor: what one round trip costs here, before any kslate work ----------------------------
+
+/**
+ * Two reference points at 1 client: the smallest PostgreSQL statement from the pg driver, and
+ * the smallest authenticated gateway request that does not touch the database (GET
+ * /v1/classes, served from the class cache). Every other figure is a multiple of these.
+ */
+export async function floorScenario(ctx) {
+  const { cfg, say } = ctx;
+  const r = await rawRun({
+    url: ctx.dbUrl,
+    clients: 1,
+    warmup: cfg.warmup,
+    duration: cfg.readDuration,
+    probe: new Probe({ ...ctx.probeEnv, sampler: null }),
+    op: async (conn) => (await conn.query('select $1::int as x', [1])).rowCount === 1,
+  });
+  const pgRow = row('floor: select 1', 'raw', 1, r, r.probe);
+  const h = await cannonMeasured(ctx, {
+    connections: 1,
+    perClient: () => [{ method: 'GET', path: '/v1/classes', headers: { authorization: authOf(0) } }],
+    warmup: cfg.warmup,
+    duration: cfg.readDuration,
+  });
+  const httpRow = row('floor: GET /v1/classes (no database)', 'http', 1, h.run, h.probe);
+  say(`  floor: pg round trip p50 ${pgRow.p50} ms (${pgRow.rps}/s); gateway without database p50 ${httpRow.p50} ms (${httpRow.rps}/s)`);
+  return [pgRow, httpRow];
+}
+
+// ---- put ----------------------------------------------------------------------------------
+
+/** Per-connection put requests: a random record of its own, with the version it knows. */
+function putClient(ctx, i, connections) {
+  const { versions, cfg } = ctx;
+  const st = { idx: 0, n: 0 };
+  return [
+    {
+      method: 'PUT',
+      headers: JSON_HEADERS(i, cfg.identities),
+      setupRequest(req) {
+        const idx = ownedIndex(i, connections, cfg.sizes.put);
+        st.idx = idx;
+        return {
+          ...req,
+          path: `/v1/records/${CLASS}/r-${idx}/fields/f1`,
+          body: JSON.stringify({ value: { n: ++st.n, c: i }, expected_version: versions[idx] }),
+        };
+      },
+      onResponse(status, body) {
+        if (status === 200 || status === 201) versions[st.idx]++;
+        else if (status === 409) resync(versions, st.idx, body);
+      },
+    },
+  ];
+}
+
+function resync(versions, idx, body) {
+  try {
+    const b = JSON.parse(body);
+    if (Number.isInteger(b.current_version)) versions[idx] = b.current_version;
+  } catch {
+    /* leave it */
+  }
+}
+
+export async function putScenario(ctx) {
+  const { cfg, say } = ctx;
+  const rows = [];
+  for (const c of cfg.levels) {
+    await checkpoint(ctx.dbUrl);
+    const h = await cannonMeasured(ctx, {
+      connections: c,
+      perClient: (i) => putClient(ctx, i, c),
+      warmup: cfg.warmup,
+      duration: cfg.duration,
+    });
+    const http = row('put', 'http', c, h.run, h.probe);
+    await checkpoint(ctx.dbUrl);
+    const counters = new Array(c).fill(0);
+    const r = await rawRun({
+      url: ctx.dbUrl,
+      clients: c,
+      warmup: cfg.warmup,
+      duration: cfg.duration,
+      probe: new Probe({ ...ctx.probeEnv, sampler: null }),
+      op: (conn, i) =>
+        rawPut(conn, ownedIndex(i, c, cfg.sizes.put), ctx.versions, `apikey:bench-${i % cfg.identities}`, {
+          n: ++counters[i],
+          c: i,
+        }),
+    });
+    const raw = row('put', 'raw', c, r, r.probe, { stale: r.other });
+    http.ratio = round(http.rps / raw.rps, 2);
+    http.ratio_of = 'raw SQL put';
+    rows.push(http, raw);
+    say(`  put@${c}: http ${http.rps} req/s (p50 ${http.p50} ms, p99 ${http.p99} ms), raw ${raw.rps} tx/s -> ${http.ratio}`);
+  }
+  return rows;
+}
+
+/**
+ * p99 at half of peak: an open-loop run at 50% of the best HTTP put throughput measured,
+ * on as many keep-alive sockets as the top concurrency level; latency counts from when each
+ * request was due.
+ */
+export async function halfPeakScenario(ctx, peakRps) {
+  const { cfg, versions, say } = ctx;
+  const rate = Math.max(1, Math.round(peakRps / 2));
+  const sockets = cfg.levels[cfg.levels.length - 1];
+  const u = new URL(ctx.url);
+  const busy = new Set();
+  let n = 0;
+  const next = () => {
+    let idx = -1;
+    for (let tries = 0; tries < 20; tries++) {
+      const cand = randInt(cfg.sizes.put);
+      if (!busy.has(cand)) {
+        idx = cand;
+        break;
+      }
+    }
+    if (idx < 0) return null;
+    busy.add(idx);
+    const i = n++;
+    const body = JSON.stringify({ value: { n: i, c: 'open-loop' }, expected_version: versions[idx] });
+    return {
+      method: 'PUT',
+      path: `/v1/records/${CLASS}/r-${idx}/fields/f1`,
+      headers: { ...JSON_HEADERS(i, cfg.identities), 'content-length': Buffer.byteLength(body) },
+      body,
+      done(status, text) {
+        busy.delete(idx);
+        if (status === 200 || status === 201) versions[idx]++;
+        else if (status === 409) resync(versions, idx, text);
+      },
+    };
+  };
+  const opts = { host: u.hostname, port: Number(u.port), rate, sockets, next };
+  await checkpoint(ctx.dbUrl);
+  if (cfg.warmup > 0) await openLoop({ ...opts, duration: cfg.warmup });
+  const probe = new Probe(ctx.probeEnv);
+  probe.start();
+  const run = await openLoop({ ...opts, duration: cfg.duration });
+  const p = probe.stop();
+  const r = row('put p99 at 50% of peak', 'http open loop', sockets, run, p, { target_rate: rate, peak_rps: peakRps });
+  say(`  put at ${rate} req/s (50% of ${peakRps}): achieved ${r.rps}, p50 ${r.p50} ms, p99 ${r.p99} ms`);
+  return [r];
+}
+
+// ---- get ----------------------------------------------------------------------------------
+
+export async function getScenario(ctx) {
+  const { cfg, say } = ctx;
+  const rows = [];
+  const names = [...FIELDS, 'job']; // every field the role may read, as the gateway asks for them
+  for (const c of cfg.levels) {
+    await checkpoint(ctx.dbUrl);
+    const h = await cannonMeasured(ctx, {
+      connections: c,
+      perClient: (i) => [
+        {
+          method: 'GET',
+          headers: { authorization: authOf(i % cfg.identities) },
+          setupRequest: (req) => ({ ...req, path: `/v1/records/${CLASS}/r-${randInt(cfg.sizes.put)}` }),
+        },
+      ],
+      warmup: cfg.warmup,
+      duration: cfg.duration,
+    });
+    const http = row('get', 'http', c, h.run, h.probe);
+    const r = await rawRun({
+      url: ctx.dbUrl,
+      clients: c,
+      warmup: cfg.warmup,
+      duration: cfg.duration,
+      probe: new Probe({ ...ctx.probeEnv, sampler: null }),
+      op: async (conn) => (await rawGet(conn, `r-${randInt(cfg.sizes.put)}`, names)) === 8,
+    });
+    const raw = row('get', 'raw', c, r, r.probe);
+    http.ratio = round(http.rps / raw.rps, 2);
+    http.ratio_of = 'raw SQL get';
+    rows.push(http, raw);
+    say(`  get@${c}: http ${http.rps} req/s (p50 ${http.p50} ms, p99 ${http.p99} ms), raw ${raw.rps} reads/s -> ${http.ratio}`);
+  }
+  return rows;
+}
+
+// ---- hot: read-then-put on 10 records, and the no-lost-update proof -----------------------
+
+export async function hotScenario(ctx) {
+  const { cfg, say } = ctx;
+  const c = cfg.levels[cfg.levels.length - 1];
+  const acks = []; // [record index, version] of every 2xx put any agent saw, warm-up included
+  const makeRun = () => {
+    const st = { applied: 0, stale: 0, other: 0, lat: new Latencies() };
+    const perClient = (i) => {
+      const headers = JSON_HEADERS(i, cfg.identities);
+      let n = 0;
+      return [
+        {
+          method: 'GET',
+          headers: { authorization: headers.authorization },
+          setupRequest(req, context) {
+            context.k = randInt(HOT);
+            context.t0 = performance.now();
+            return { ...req, path: `/v1/records/${CLASS}/hot-${context.k}?fields=f1` };
+          },
+          onResponse(status, body, context) {
+            context.v = status === 200 ? (JSON.parse(body).fields.f1?.version ?? 0) : null;
+          },
+        },
+        {
+          method: 'PUT',
+          headers,
+          setupRequest(req, context) {
+            if (context.v === null || context.v === undefined) return null;
+            return {
+              ...req,
+              path: `/v1/records/${CLASS}/hot-${context.k}/fields/f1`,
+              body: JSON.stringify({ value: { agent: i, n: ++n, read: context.v }, expected_version: context.v }),
+            };
+          },
+          onResponse(status, body, context) {
+            st.lat.push(performance.now() - context.t0);
+            if (status === 200 || status === 201) {
+              st.applied++;
+              acks.push([context.k, JSON.parse(body).version]);
+            } else if (status === 409) st.stale++;
+            else st.other++;
+          },
+        },
+      ];
+    };
+    return { st, perClient };
+  };
+  await checkpoint(ctx.dbUrl);
+  if (cfg.warmup > 0) {
+    const w = makeRun();
+    await cannon({ url: ctx.url, connections: c, duration: cfg.warmup, perClient: w.perClient });
+  }
+  const m = makeRun();
+  const probe = new Probe(ctx.probeEnv);
+  probe.start();
+  const run = await cannon({ url: ctx.url, connections: c, duration: cfg.duration, perClient: m.perClient });
+  const p = probe.stop();
+  const cycles = m.st.applied + m.st.stale + m.st.other;
+  const proof = await replayHot(ctx, acks, c);
+  const r = row(
+    'hot',
+    'http',
+    c,
+    { ...run, ok: cycles, responses: cycles, latency: m.st.lat.summary() },
+    p,
+    {
+      unit: 'read-then-put cycles/s (latency: read + put)',
+      applied: m.st.applied,
+      stale: m.st.stale,
+      other: m.st.other,
+      proof,
+    },
+  );
+  say(
+    `  hot@${c}: ${r.rps} cycles/s, applied ${m.st.applied}, STALE ${m.st.stale}; replay: ${proof.ok ? 'no lost update' : 'VIOLATIONS: ' + proof.violations.slice(0, 5).join('; ')}`,
+  );
+  return [r];
+}
+
+/** Read a record's whole f1 history through the gateway (newest first, paged). */
+async function historyOf(ctx, rid) {
+  const rows = [];
+  let before = null;
+  for (;;) {
+    const q = new URLSearchParams({ field: 'f1', limit: '10000' });
+    if (before) q.set('before', before);
+    const res = await fetch(`${ctx.url}/v1/records/${CLASS}/${rid}/history?${q}`, { headers: { authorization: authOf(0) } });
+    if (res.status !== 200) throw new Error(`history of ${rid}: HTTP ${res.status} ${await res.text()}`);
+    const b = await res.json();
+    rows.push(...b.history);
+    if (!b.next_before) break;
+    before = b.next_before;
+  }
+  return rows;
+}
+
+/**
+ * The proof: replay each hot record's history oldest first. Every applied put must carry
+ * version = previous applied version + 1 and expected_version = version - 1 (it was based on
+ * the latest value), no version may be applied twice, the field must end at the last applied
+ * version, and every 2xx an agent received must be one distinct applied row.
+ */
+async function replayHot(ctx, acks, connections) {
+  const violations = [];
+  let appliedRows = 0;
+  let staleRows = 0;
+  let unacked = 0;
+  for (let k = 0; k < HOT; k++) {
+    const rid = `hot-${k}`;
+    const hist = (await historyOf(ctx, rid)).filter((h) => h.op === 'put').sort((a, b) => a.seq - b.seq);
+    const applied = hist.filter((h) => h.outcome === 'applied');
+    staleRows += hist.filter((h) => h.outcome === 'stale').length;
+    appliedRows += applied.length;
+    let prev = 0; // the seeded creation (version 1) is the first applied row
+    const seen = new Set();
+    for (const h of applied) {
+      if (seen.has(h.version)) violations.push(`${rid}: version ${h.version} applied twice`);
+      seen.add(h.version);
+      if (h.version !== prev + 1) violations.push(`${rid}: version ${h.version} follows ${prev}`);
+      if (h.expected_version !== h.version - 1) {
+        violations.push(`${rid}: version ${h.version} applied on expected_version ${h.expected_version}`);
+      }
+      prev = h.version;
+    }
+    const res = await fetch(`${ctx.url}/v1/records/${CLASS}/${rid}?fields=f1`, { headers: { authorization: authOf(0) } });
+    const final = (await res.json()).fields.f1.version;
+    if (final !== prev) violations.push(`${rid}: field at version ${final}, last applied ${prev}`);
+    const mine = acks.filter(([kk]) => kk === k).map(([, v]) => v);
+    const ackSet = new Set(mine);
+    if (ackSet.size !== mine.length) violations.push(`${rid}: one version acknowledged to two writers`);
+    for (const v of ackSet) if (!seen.has(v)) violations.push(`${rid}: acknowledged version ${v} not in history`);
+    unacked += applied.filter((h) => h.author !== 'apikey:seed').length - ackSet.size;
+  }
+  // A put still in flight when the load generator stopped is applied but never acknowledged.
+  if (unacked > connections * 2) violations.push(`${unacked} applied puts were never acknowledged`);
+  return {
+    ok: violations.length === 0,
+    records: HOT,
+    applied_rows: appliedRows,
+    stale_rows: staleRows,
+    acknowledged: acks.length,
+    applied_unacknowledged: unacked,
+    violations: violations.slice(0, 50),
+  };
+}
+
+// ---- claim churn ------------------------------------------------------------------------------
+
+export async function claimScenario(ctx) {
+  const { cfg, say } = ctx;
+  const c = cfg.levels[cfg.levels.length - 1];
+  const makeCounts = () => ({ claimed: 0, held: 0, renewed: 0, released: 0, other: 0 });
+  let counts = makeCounts();
+  const perClient = (i) => {
+    const headers = JSON_HEADERS(i, cfg.identities);
+    const path = (context) => `/v1/records/${CLASS}/task-${context.t}/fields/job/claim`;
+    return [
+      {
+        method: 'PUT',
+        headers,
+        setupRequest(req, context) {
+          context.t = randInt(cfg.sizes.tasks);
+          return { ...req, path: path(context), body: '{"lease_seconds":30}' };
+        },
+        onResponse(status, _b, context) {
+          context.ok = status === 200 || status === 201;
+          if (context.ok) counts.claimed++;
+          else if (status === 409) counts.held++;
+          else counts.other++;
+        },
+      },
+      {
+        method: 'PUT',
+        headers,
+        setupRequest(req, context) {
+          if (!context.ok) return null;
+          return { ...req, path: path(context), body: '{"lease_seconds":30,"renew":true}' };
+        },
+        onResponse(status, _b, context) {
+          context.ok = status === 200;
+          if (context.ok) counts.renewed++;
+          else counts.other++;
+        },
+      },
+      {
+        method: 'PUT',
+        headers,
+        setupRequest(req, context) {
+          if (!context.ok) return null;
+          return { ...req, path: path(context), body: '{"lease_seconds":0}' };
+        },
+        onResponse(status) {
+          if (status === 200) counts.released++;
+          else counts.other++;
+        },
+      },
+    ];
+  };
+  await checkpoint(ctx.dbUrl);
+  if (cfg.warmup > 0) await cannon({ url: ctx.url, connections: c, duration: cfg.warmup, perClient });
+  counts = makeCounts();
+  const probe = new Probe(ctx.probeEnv);
+  probe.start();
+  const run = await cannon({ url: ctx.url, connections: c, duration: cfg.duration, perClient });
+  const p = probe.stop();
+  const r = row('claim', 'http', c, run, p, { unit: 'claim/renew/release ops/s (HELD included)', ...counts }, true);
+  say(`  claim@${c}: ${r.rps} ops/s, claimed ${counts.claimed}, HELD ${counts.held}, renewed ${counts.renewed}, released ${counts.released}`);
+  return [r];
+}
+
+// ---- query and history: latency at 1 client, throughput at more -------------------------------
+
+async function readScenario(ctx, name, pathOf, check) {
+  const { cfg, say } = ctx;
+  const res = await fetch(ctx.url + pathOf(), { headers: { authorization: authOf(0) } });
+  const sanity = check(res.status, await res.json());
+  const rows = [];
+  for (const c of cfg.readLevels) {
+    const h = await cannonMeasured(ctx, {
+      connections: c,
+      perClient: (i) => [
+        { method: 'GET', headers: { authorization: authOf(i % cfg.identities) }, setupRequest: (req) => ({ ...req, path: pathOf() }) },
+      ],
+      warmup: cfg.warmup,
+      duration: cfg.readDuration,
+    });
+    const r = row(name, 'http', c, h.run, h.probe, { check: sanity });
+    rows.push(r);
+    say(`  ${name}@${c}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${sanity})`);
+  }
+  return rows;
+}
+
+export function queryScenario(ctx) {
+  return readScenario(
+    ctx,
+    'query',
+    () => `/v1/records/${QCLASS}?team=team-${randInt(TEAMS)}&limit=100`,
+    (status, b) => `HTTP ${status}, ${b.records?.length ?? 0} records per page of ${ctx.cfg.sizes.query}`,
+  );
+}
+
+export function historyScenario(ctx) {
+  return readScenario(
+    ctx,
+    'history',
+    () => `/v1/records/${CLASS}/${HIST_RID}/history?limit=1000`,
+    (status, b) => `HTTP ${status}, ${b.history?.length ?? 0} rows per page of ${ctx.cfg.sizes.history}`,
+  );
+}

@@ -1,0 +1,162 @@
+/**
+ * The put scenario over MCP and gRPC, each at the top concurrency, as a ratio to HTTP put.
+ * Hooks: each runs only when its server is in the build (dist/runtime/mcp/server.js,
+ * dist/runtime/grpc/server.js); otherwise the scenario reports "not available".
+ *
+ * Both drive the same partitioned records as the HTTP put (each client writes only records it
+ * owns, so it knows every expected_version), with one client object per simulated agent in
+ * a closed loop: MCP with the SDK's Client over StreamableHTTPClientTransport calling svc_put,
+ * gRPC with a grpc-js client (its own channel each) calling svc.v1.SvcService/Put.
+ */
+import { join } from 'node:path';
+import { CLASS } from './db.mjs';
+import { authOf } from './gateway.mjs';
+import { Probe } from './load.mjs';
+import { row } from './scenarios.mjs';
+import { Latencies, ownedIndex } from './util.mjs';
+
+/** Run `call(i, idx)` in a closed loop on `clients` agents: warm-up, then a measured window. */
+async function closedLoop(ctx, clients, call) {
+  const { cfg } = ctx;
+  const phase = async (secs, lat) => {
+    const until = performance.now() + secs * 1000;
+    let ok = 0;
+    let other = 0;
+    let errors = 0;
+    await Promise.all(
+      Array.from({ length: clients }, async (_, i) => {
+        while (performance.now() < until) {
+          const idx = ownedIndex(i, clients, cfg.sizes.put);
+          const t = performance.now();
+          try {
+            if (await call(i, idx)) ok++;
+            else other++;
+          } catch {
+            errors++;
+          }
+          lat?.push(performance.now() - t);
+        }
+      }),
+    );
+    return { ok, other, errors };
+  };
+  if (cfg.warmup > 0) await phase(cfg.warmup, null);
+  const lat = new Latencies();
+  const probe = new Probe(ctx.probeEnv);
+  probe.start();
+  const t0 = performance.now();
+  const r = await phase(cfg.duration, lat);
+  const seconds = (performance.now() - t0) / 1000;
+  return { run: { seconds, ok: r.ok, responses: r.ok + r.other, errors: r.errors, latency: lat.summary() }, probe: probe.stop() };
+}
+
+function withRatio(r, httpPut) {
+  if (httpPut) {
+    r.ratio = Math.round((r.rps / httpPut.rps) * 100) / 100;
+    r.ratio_of = `HTTP put@${httpPut.clients}`;
+  }
+  return r;
+}
+
+export async function mcpScenario(ctx, httpPut) {
+  const { cfg, versions, say } = ctx;
+  const c = cfg.levels[cfg.levels.length - 1];
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const clients = [];
+  for (let i = 0; i < c; i++) {
+    const client = new Client({ name: 'kslate-bench', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${ctx.url}/mcp`), {
+      requestInit: { headers: { authorization: authOf(i % cfg.identities) } },
+    });
+    await client.connect(transport);
+    clients.push(client);
+  }
+  const counters = new Array(c).fill(0);
+  try {
+    const { run, probe } = await closedLoop(ctx, c, async (i, idx) => {
+      const res = await clients[i].callTool({
+        name: 'svc_put',
+        arguments: { record: `${CLASS}/r-${idx}`, field: 'f1', value: { n: ++counters[i], c: i }, expected_version: versions[idx] },
+      });
+      const body = res.structuredContent ?? JSON.parse(res.content?.[0]?.text ?? '{}');
+      if (!res.isError) {
+        versions[idx] = body.version;
+        return true;
+      }
+      if (Number.isInteger(body.current_version)) versions[idx] = body.current_version;
+      return false;
+    });
+    const r = withRatio(row('put', 'mcp', c, run, probe), httpPut);
+    say(`  mcp put@${c}: ${r.rps} req/s (p50 ${r.p50} ms, p99 ${r.p99} ms) -> ${r.ratio} of HTTP`);
+    return [r];
+  } finally {
+    await Promise.all(clients.map((cl) => cl.close().catch(() => undefined)));
+  }
+}
+
+/** A JSON value as google.protobuf.Value (proto-loader object form). */
+function toValue(x) {
+  if (x === null || x === undefined) return { nullValue: 'NULL_VALUE' };
+  if (typeof x === 'number') return { numberValue: x };
+  if (typeof x === 'string') return { stringValue: x };
+  if (typeof x === 'boolean') return { boolValue: x };
+  if (Array.isArray(x)) return { listValue: { values: x.map(toValue) } };
+  return { structValue: { fields: Object.fromEntries(Object.entries(x).map(([k, v]) => [k, toValue(v)])) } };
+}
+
+export async function grpcScenario(ctx, httpPut) {
+  const { cfg, versions, say, root } = ctx;
+  const c = cfg.levels[cfg.levels.length - 1];
+  const grpc = await import('@grpc/grpc-js');
+  const loader = await import('@grpc/proto-loader');
+  const def = loader.loadSync(join(root, 'proto', 'svc', 'v1', 'svc.proto'), {
+    includeDirs: [join(root, 'proto')],
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    defaults: false,
+    oneofs: true,
+  });
+  const Svc = grpc.loadPackageDefinition(def).svc.v1.SvcService;
+  const clients = [];
+  for (let i = 0; i < c; i++) {
+    const client = new Svc(`127.0.0.1:${ctx.gw.grpcPort}`, grpc.credentials.createInsecure(), {
+      'grpc.use_local_subchannel_pool': 1,
+    });
+    const md = new grpc.Metadata();
+    md.set('authorization', authOf(i % cfg.identities));
+    clients.push({ client, md });
+  }
+  const unary = (cl, method, req) =>
+    new Promise((resolve, reject) => cl.client[method](req, cl.md, (err, res) => (err ? reject(err) : resolve(res))));
+  const counters = new Array(c).fill(0);
+  try {
+    const { run, probe } = await closedLoop(ctx, c, async (i, idx) => {
+      const cl = clients[i];
+      const record = `${CLASS}/r-${idx}`;
+      try {
+        const res = await unary(cl, 'Put', {
+          record,
+          field: 'f1',
+          value: toValue({ n: ++counters[i], c: i }),
+          expected_version: versions[idx],
+        });
+        versions[idx] = Number(res.version);
+        return true;
+      } catch (e) {
+        // A rejection (STALE is ABORTED): learn the current version and go on.
+        const got = await unary(cl, 'Get', { record, fields: ['f1'] }).catch(() => null);
+        const v = got?.fields?.f1?.version;
+        if (v !== undefined) versions[idx] = Number(v);
+        if (e && typeof e.code === 'number') return false;
+        throw e;
+      }
+    });
+    const r = withRatio(row('put', 'grpc', c, run, probe), httpPut);
+    say(`  grpc put@${c}: ${r.rps} req/s (p50 ${r.p50} ms, p99 ${r.p99} ms) -> ${r.ratio} of HTTP`);
+    return [r];
+  } finally {
+    for (const cl of clients) cl.client.close();
+  }
+}

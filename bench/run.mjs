@@ -1,0 +1,249 @@
+#!/usr/bin/env node
+/**
+ * kslate benchmark harness (issue #5). `npm run bench` (full, ~10 min), `npm run bench -- --quick`
+ * (~2 min), `--smoke` (seconds; what test/bench/smoke.test.ts runs).
+ *
+ * Starts PostgreSQL (embedded in a temp dir, or KSLATE_BENCH_DATABASE_URL), applies the schema,
+ * seeds set-based, starts `kslate serve` as a child process, drives it with autocannon, runs the
+ * raw-SQL baseline with the pg driver in the same run, prints one Markdown table and writes
+ * it as JSON under bench/results/. See docs/performance.md.
+ *
+ * Plain ESM JavaScript on purpose: Node 20 cannot run TypeScript, the project has no TS runner,
+ * and the harness needs only two compiled modules (dist/: startEmbeddedPostgres, migrate);
+ * everything else it measures over the network, as a client would.
+ *
+ * Flags: --quick | --smoke   size and length of the run
+ *        --only a,b          scenarios: floor,put,get,hot,claim,query,history,mcp,grpc
+ *        --profile           run the gateway under --cpu-prof and summarise the hottest frames
+ *        --out DIR           where the JSON goes (default bench/results)
+ */
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { explainReads, migrateDb, postmasterPid, seed, serverInfo, startDatabase } from './lib/db.mjs';
+import { grpcServerBuilt, mcpServerBuilt, startGateway, writeConfig } from './lib/gateway.mjs';
+import { summarizeProfile } from './lib/profile.mjs';
+import { evaluateTargets, renderTable } from './lib/report.mjs';
+import {
+  claimScenario,
+  floorScenario,
+  getScenario,
+  halfPeakScenario,
+  historyScenario,
+  hotScenario,
+  putScenario,
+  queryScenario,
+} from './lib/scenarios.mjs';
+import { grpcScenario, mcpScenario } from './lib/transports.mjs';
+import { machineCpu, round, sleep } from './lib/util.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const DIST = join(ROOT, 'dist');
+const ALL = ['floor', 'put', 'get', 'hot', 'claim', 'query', 'history', 'mcp', 'grpc'];
+
+const MODES = {
+  full: {
+    sizes: { put: 100_000, query: 1_000_000, history: 100_000, tasks: 1_000 },
+    levels: [1, 16, 64],
+    readLevels: [1, 16],
+    warmup: 3,
+    duration: 15,
+    readDuration: 10,
+  },
+  quick: {
+    sizes: { put: 20_000, query: 100_000, history: 20_000, tasks: 1_000 },
+    levels: [1, 16, 64],
+    readLevels: [1, 16],
+    warmup: 1,
+    duration: 3,
+    readDuration: 2,
+  },
+  // Tiny and short: proves the harness starts, drives every scenario and reports. Few clients,
+  // so it fits next to a parallel test run on a shared PostgreSQL (max_connections 100).
+  smoke: {
+    sizes: { put: 300, query: 2_000, history: 300, tasks: 50 },
+    levels: [1, 4],
+    readLevels: [1],
+    warmup: 0,
+    duration: 0.3,
+    readDuration: 0.3,
+  },
+};
+
+const say = (m) => process.stdout.write(m + '\n');
+
+async function main() {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean' },
+      smoke: { type: 'boolean' },
+      only: { type: 'string' },
+      profile: { type: 'boolean' },
+      out: { type: 'string' },
+    },
+    strict: true,
+  });
+  const mode = values.smoke ? 'smoke' : values.quick ? 'quick' : 'full';
+  const cfg = { ...MODES[mode] };
+  cfg.identities = cfg.levels[cfg.levels.length - 1];
+  const only = values.only ? values.only.split(',').map((s) => s.trim()) : ALL;
+  for (const s of only) if (!ALL.includes(s)) throw new Error(`--only: unknown scenario "${s}"; use ${ALL.join(',')}`);
+  if (!existsSync(join(DIST, 'runtime', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm run bench does).');
+  const outDir = resolve(values.out ?? join(ROOT, 'bench', 'results'));
+  const started = new Date();
+  const stamp = started.toISOString().replace(/[:.]/g, '-');
+  const profileDir = values.profile ? join(outDir, `profile-${stamp}`) : null;
+
+  const cleanups = [];
+  const cleanup = async () => {
+    while (cleanups.length) await cleanups.pop()().catch(() => undefined);
+  };
+  const onSignal = () => {
+    say('\ninterrupted; stopping the gateway and PostgreSQL');
+    cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  let failed = false;
+  const rows = [];
+  try {
+    // How busy the machine is before we start: other processes skew every figure.
+    const m0 = machineCpu();
+    await sleep(1000);
+    const busyBefore = round(machineCpu().busy - m0.busy, 2);
+    say(`kslate bench (${mode}): machine busy ${busyBefore} cores before start${busyBefore > 0.3 ? ' (other processes are running: expect noise)' : ''}; starting PostgreSQL`);
+    const db = await startDatabase({ dist: DIST, say });
+    cleanups.push(db.stop);
+    await migrateDb(db.url, DIST);
+    const pg = await serverInfo(db.url);
+    pg.where = db.embedded ? 'embedded, temp dir' : 'KSLATE_BENCH_DATABASE_URL';
+    say(`PostgreSQL ${pg.version} ready; seeding ${JSON.stringify(cfg.sizes)}`);
+    const seeded = await seed(db.url, cfg.sizes, say);
+
+    const conf = writeConfig(cfg.identities);
+    cleanups.push(async () => conf.cleanup());
+    const wantGrpc = only.includes('grpc') && grpcServerBuilt(ROOT);
+    if (profileDir) mkdirSync(profileDir, { recursive: true });
+    const gw = await startGateway({
+      root: ROOT,
+      databaseUrl: db.url,
+      classesDir: conf.classesDir,
+      keysFile: conf.keysFile,
+      grpc: wantGrpc,
+      profileDir,
+    });
+    cleanups.push(() => gw.stop());
+    say(`gateway pid ${gw.pid} at ${gw.url}${gw.grpcPort ? ` (gRPC :${gw.grpcPort})` : ''}`);
+
+    const ctx = {
+      cfg,
+      root: ROOT,
+      url: gw.url,
+      gw,
+      dbUrl: db.url,
+      say,
+      versions: new Int32Array(cfg.sizes.put).fill(1),
+      probeEnv: { gatewayPid: gw.pid, postmasterPid: await postmasterPid(db.url), sampler: gw.sampler },
+    };
+
+    const runOne = async (name, fn) => {
+      if (!only.includes(name)) return [];
+      say(`scenario ${name}`);
+      try {
+        const out = await fn();
+        rows.push(...out);
+        return out;
+      } catch (e) {
+        failed = true;
+        say(`  ${name} FAILED: ${e.stack ?? e}`);
+        rows.push({ scenario: name, failed: String(e.message ?? e).split('\n')[0] });
+        return [];
+      } finally {
+        if (gw.exited) throw new Error(`the gateway exited during ${name}: ${JSON.stringify(gw.exited)}\n${gw.tail.join('\n')}`);
+      }
+    };
+
+    const idleRssMb = round(gw.sampler.last, 1);
+    const top = cfg.levels[cfg.levels.length - 1];
+    await runOne('floor', () => floorScenario(ctx));
+    const putRows = await runOne('put', () => putScenario(ctx));
+    const httpPuts = putRows.filter((r) => r.transport === 'http');
+    if (httpPuts.length > 0) {
+      const peak = Math.max(...httpPuts.map((r) => r.rps));
+      say('scenario put at 50% of peak');
+      rows.push(...(await halfPeakScenario(ctx, peak)));
+    }
+    await runOne('get', () => getScenario(ctx));
+    const hot = await runOne('hot', () => hotScenario(ctx));
+    if (hot[0] && !hot[0].proof.ok) failed = true;
+    await runOne('claim', () => claimScenario(ctx));
+    await runOne('query', () => queryScenario(ctx));
+    await runOne('history', () => historyScenario(ctx));
+    const httpPutTop = httpPuts.find((r) => r.clients === top);
+    await runOne('mcp', async () => {
+      if (!mcpServerBuilt(ROOT)) {
+        say('  mcp: not available (dist/runtime/mcp/server.js is not in this build)');
+        return [{ scenario: 'put', transport: 'mcp', clients: top, unavailable: true }];
+      }
+      return mcpScenario(ctx, httpPutTop);
+    });
+    await runOne('grpc', async () => {
+      if (!wantGrpc) {
+        say('  grpc: not available (dist/runtime/grpc/server.js is not in this build)');
+        return [{ scenario: 'put', transport: 'grpc', clients: top, unavailable: true }];
+      }
+      return grpcScenario(ctx, httpPutTop);
+    });
+
+    const explain = only.includes('query') || only.includes('history') ? await explainReads(db.url, cfg.sizes) : null;
+    const peakRssMb = round(gw.sampler.peak, 1);
+    cleanups.pop();
+    await gw.stop();
+
+    let profile = null;
+    if (profileDir) {
+      const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
+      if (file) profile = summarizeProfile(join(profileDir, file));
+    }
+
+    const targets = evaluateTargets(rows, { cfg, peakRssMb });
+    const meta = {
+      mode,
+      when: started.toISOString(),
+      machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB`,
+      node: process.versions.node,
+      pg,
+      sizesText: `${cfg.sizes.put.toLocaleString('en')} put/get records × 8 fields, ${cfg.sizes.query.toLocaleString('en')} query records, ${cfg.sizes.history.toLocaleString('en')} history rows, ${cfg.sizes.tasks.toLocaleString('en')} tasks (seeded in ${seeded.seconds.toFixed(1)} s)`,
+      busyBefore,
+      idleRssMb,
+      durationsText: `${cfg.warmup} s warm-up + ${cfg.duration} s measured per run (${cfg.readDuration} s for query/history)`,
+    };
+    const table = renderTable(rows, targets, meta);
+    say('\n' + table + '\n');
+    if (profile) {
+      say(`gateway CPU profile (${profile.seconds} s sampled), self time by package:`);
+      for (const p of profile.by_package.slice(0, 12)) say(`  ${String(p.self_pct).padStart(5)}%  ${p.where}`);
+      say('hottest functions (self time):');
+      for (const f of profile.top_functions.slice(0, 20)) say(`  ${String(f.self_pct).padStart(5)}%  ${f.fn}`);
+    }
+    if (explain) {
+      const exec = (plan) => plan.find((l) => l.startsWith('Execution Time')) ?? '';
+      say(`EXPLAIN ANALYZE: query ${exec(explain.query)}; its fields ${exec(explain.query_fields)}; history ${exec(explain.history)}`);
+    }
+    mkdirSync(outDir, { recursive: true });
+    const file = join(outDir, `${stamp}.json`);
+    writeFileSync(file, JSON.stringify({ meta, config: cfg, seed_seconds: seeded.seconds, peak_rss_mb: peakRssMb, targets, rows, explain, profile }, null, 2));
+    say(`results written to ${file}`);
+  } catch (e) {
+    failed = true;
+    say(`bench failed: ${e.stack ?? e}`);
+  } finally {
+    await cleanup();
+  }
+  return failed ? 1 : 0;
+}
+
+main().then((code) => process.exit(code));

@@ -1,0 +1,64 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
+
+import type { ListValue as _google_protobuf_ListValue, ListValue__Output as _google_protobuf_ListValue__Output } from './google/protobuf/ListValue.js';
+import type { Struct as _google_protobuf_Struct, Struct__Output as _google_protobuf_Struct__Output } from './google/protobuf/Struct.js';
+import type { Value as _google_protobuf_Value, Value__Output as _google_protobuf_Value__Output } from './google/protobuf/Value.js';
+import type { AppendRequest as _svc_v1_AppendRequest, AppendRequest__Output as _svc_v1_AppendRequest__Output } from './svc/v1/AppendRequest.js';
+import type { AppendResult as _svc_v1_AppendResult, AppendResult__Output as _svc_v1_AppendResult__Output } from './svc/v1/AppendResult.js';
+import type { ChangedField as _svc_v1_ChangedField, ChangedField__Output as _svc_v1_ChangedField__Output } from './svc/v1/ChangedField.js';
+import type { CheckpointLoadRequest as _svc_v1_CheckpointLoadRequest, CheckpointLoadRequest__Output as _svc_v1_CheckpointLoadRequest__Output } from './svc/v1/CheckpointLoadRequest.js';
+import type { CheckpointLoadResult as _svc_v1_CheckpointLoadResult, CheckpointLoadResult__Output as _svc_v1_CheckpointLoadResult__Output } from './svc/v1/CheckpointLoadResult.js';
+import type { CheckpointSaveRequest as _svc_v1_CheckpointSaveRequest, CheckpointSaveRequest__Output as _svc_v1_CheckpointSaveRequest__Output } from './svc/v1/CheckpointSaveRequest.js';
+import type { CheckpointSaveResult as _svc_v1_CheckpointSaveResult, CheckpointSaveResult__Output as _svc_v1_CheckpointSaveResult__Output } from './svc/v1/CheckpointSaveResult.js';
+import type { ClaimRequest as _svc_v1_ClaimRequest, ClaimRequest__Output as _svc_v1_ClaimRequest__Output } from './svc/v1/ClaimRequest.js';
+import type { ClaimResult as _svc_v1_ClaimResult, ClaimResult__Output as _svc_v1_ClaimResult__Output } from './svc/v1/ClaimResult.js';
+import type { Entry as _svc_v1_Entry, Entry__Output as _svc_v1_Entry__Output } from './svc/v1/Entry.js';
+import type { Field as _svc_v1_Field, Field__Output as _svc_v1_Field__Output } from './svc/v1/Field.js';
+import type { GetRequest as _svc_v1_GetRequest, GetRequest__Output as _svc_v1_GetRequest__Output } from './svc/v1/GetRequest.js';
+import type { Premise as _svc_v1_Premise, Premise__Output as _svc_v1_Premise__Output } from './svc/v1/Premise.js';
+import type { PutRequest as _svc_v1_PutRequest, PutRequest__Output as _svc_v1_PutRequest__Output } from './svc/v1/PutRequest.js';
+import type { QueryRequest as _svc_v1_QueryRequest, QueryRequest__Output as _svc_v1_QueryRequest__Output } from './svc/v1/QueryRequest.js';
+import type { QueryResult as _svc_v1_QueryResult, QueryResult__Output as _svc_v1_QueryResult__Output } from './svc/v1/QueryResult.js';
+import type { Record as _svc_v1_Record, Record__Output as _svc_v1_Record__Output } from './svc/v1/Record.js';
+import type { SvcServiceClient as _svc_v1_SvcServiceClient, SvcServiceDefinition as _svc_v1_SvcServiceDefinition } from './svc/v1/SvcService.js';
+import type { WriteResult as _svc_v1_WriteResult, WriteResult__Output as _svc_v1_WriteResult__Output } from './svc/v1/WriteResult.js';
+
+type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
+  new(...args: ConstructorParameters<Constructor>): Subtype;
+};
+
+export interface ProtoGrpcType {
+  google: {
+    protobuf: {
+      ListValue: MessageTypeDefinition<_google_protobuf_ListValue, _google_protobuf_ListValue__Output>
+      NullValue: EnumTypeDefinition
+      Struct: MessageTypeDefinition<_google_protobuf_Struct, _google_protobuf_Struct__Output>
+      Value: MessageTypeDefinition<_google_protobuf_Value, _google_protobuf_Value__Output>
+    }
+  }
+  svc: {
+    v1: {
+      AppendRequest: MessageTypeDefinition<_svc_v1_AppendRequest, _svc_v1_AppendRequest__Output>
+      AppendResult: MessageTypeDefinition<_svc_v1_AppendResult, _svc_v1_AppendResult__Output>
+      ChangedField: MessageTypeDefinition<_svc_v1_ChangedField, _svc_v1_ChangedField__Output>
+      CheckpointLoadRequest: MessageTypeDefinition<_svc_v1_CheckpointLoadRequest, _svc_v1_CheckpointLoadRequest__Output>
+      CheckpointLoadResult: MessageTypeDefinition<_svc_v1_CheckpointLoadResult, _svc_v1_CheckpointLoadResult__Output>
+      CheckpointSaveRequest: MessageTypeDefinition<_svc_v1_CheckpointSaveRequest, _svc_v1_CheckpointSaveRequest__Output>
+      CheckpointSaveResult: MessageTypeDefinition<_svc_v1_CheckpointSaveResult, _svc_v1_CheckpointSaveResult__Output>
+      ClaimRequest: MessageTypeDefinition<_svc_v1_ClaimRequest, _svc_v1_ClaimRequest__Output>
+      ClaimResult: MessageTypeDefinition<_svc_v1_ClaimResult, _svc_v1_ClaimResult__Output>
+      Entry: MessageTypeDefinition<_svc_v1_Entry, _svc_v1_Entry__Output>
+      Field: MessageTypeDefinition<_svc_v1_Field, _svc_v1_Field__Output>
+      GetRequest: MessageTypeDefinition<_svc_v1_GetRequest, _svc_v1_GetRequest__Output>
+      Premise: MessageTypeDefinition<_svc_v1_Premise, _svc_v1_Premise__Output>
+      PutRequest: MessageTypeDefinition<_svc_v1_PutRequest, _svc_v1_PutRequest__Output>
+      QueryRequest: MessageTypeDefinition<_svc_v1_QueryRequest, _svc_v1_QueryRequest__Output>
+      QueryResult: MessageTypeDefinition<_svc_v1_QueryResult, _svc_v1_QueryResult__Output>
+      Record: MessageTypeDefinition<_svc_v1_Record, _svc_v1_Record__Output>
+      SvcService: SubtypeConstructor<typeof grpc.Client, _svc_v1_SvcServiceClient> & { service: _svc_v1_SvcServiceDefinition }
+      WriteResult: MessageTypeDefinition<_svc_v1_WriteResult, _svc_v1_WriteResult__Output>
+    }
+  }
+}
+

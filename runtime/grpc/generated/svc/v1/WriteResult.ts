@@ -1,0 +1,19 @@
+// Original file: proto/svc/v1/svc.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+export interface WriteResult {
+  'record'?: (string);
+  'field'?: (string);
+  'version'?: (number | string | Long);
+  'record_version'?: (number | string | Long);
+  'created'?: (boolean);
+}
+
+export interface WriteResult__Output {
+  'record': (string);
+  'field': (string);
+  'version': (number);
+  'record_version': (number);
+  'created': (boolean);
+}

@@ -1,0 +1,403 @@
+/**
+ * The gRPC transport (decisions §7): service svc.v1.SvcService from proto/svc/v1/svc.proto.
+ * Like HTTP it only translates: metadata -> identity and scope, request message -> the
+ * handler's input (bodies as raw JSON, so the handler parses them at its step of the
+ * rejection order), `invoke` -> the HTTP-shaped outcome -> the response message, and a
+ * SvcError -> a gRPC status carrying the HTTP error body in grpc-status-details-bin.
+ *
+ * What only gRPC can get wrong — a message that does not decode, a read request over 4 MiB,
+ * a google.protobuf.Value with no JSON form, `declare_no_premises` together with `based_on`
+ * — is MALFORMED right after authentication: there is no well-formed handler input to
+ * carry it to a later step (docs/grpc.md).
+ */
+import { randomUUID } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
+import { MAX_BODY_BYTES, type RawBody } from '../../handlers/body.js';
+import { ERROR_TABLE, SvcError } from '../../handlers/errors.js';
+import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
+import type { Outcome } from '../../handlers/pipeline.js';
+import type { AppendInput } from '../../handlers/append.js';
+import type { CheckpointLoadInput } from '../../handlers/checkpoint-load.js';
+import type { CheckpointSaveInput } from '../../handlers/checkpoint-save.js';
+import type { ClaimInput } from '../../handlers/claim.js';
+import type { GetInput } from '../../handlers/get.js';
+import type { PutInput } from '../../handlers/put.js';
+import type { QueryInput } from '../../handlers/query.js';
+import { authenticateRequest } from '../http/app.js';
+import { makeCtx, type Services } from '../services.js';
+import {
+  appendResultMsg,
+  checkpointLoadResultMsg,
+  checkpointSaveResultMsg,
+  claimResultMsg,
+  jsonToStruct,
+  NotJsonError,
+  premiseFromMsg,
+  queryResultMsg,
+  recordMsg,
+  structToJson,
+  valueToJson,
+  writeResultMsg,
+} from './convert.js';
+import type { Any } from './generated/google/protobuf/Any.js';
+import type { Struct } from './generated/google/protobuf/Struct.js';
+import type { Status } from './generated/google/rpc/Status.js';
+import type { AppendRequest__Output } from './generated/svc/v1/AppendRequest.js';
+import type { CheckpointLoadRequest__Output } from './generated/svc/v1/CheckpointLoadRequest.js';
+import type { CheckpointSaveRequest__Output } from './generated/svc/v1/CheckpointSaveRequest.js';
+import type { ClaimRequest__Output } from './generated/svc/v1/ClaimRequest.js';
+import type { GetRequest__Output } from './generated/svc/v1/GetRequest.js';
+import type { Premise__Output } from './generated/svc/v1/Premise.js';
+import type { PutRequest__Output } from './generated/svc/v1/PutRequest.js';
+import type { QueryRequest__Output } from './generated/svc/v1/QueryRequest.js';
+import { loadSvcProto, messageType } from './proto.js';
+
+export const SERVICE_NAME = 'svc.v1.SvcService';
+export const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
+export const STRUCT_TYPE_URL = 'type.googleapis.com/google.protobuf.Struct';
+
+/**
+ * grpc-js refuses a message over its receive limit itself, with RESOURCE_EXHAUSTED and no
+ * body. It is set above the 4 MiB body limit so that the gateway sees messages between the
+ * two and answers MALFORMED like HTTP; only a message over this one still gets grpc-js's
+ * answer (it is refused from its length prefix, before it is read).
+ */
+export const MAX_RECEIVE_BYTES = MAX_BODY_BYTES + 1024 * 1024;
+
+export interface GrpcServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** What the per-method deserializer hands the handler: never throws, so grpc-js never answers INTERNAL. */
+type Decoded<T> = { ok: true; msg: T; bytes: number } | { ok: false; bytes: number; problem: string };
+
+type Call<T> = grpc.ServerUnaryCall<Decoded<T>, Buffer>;
+
+/** protobuf's nesting limit is 100 messages; a JSON level is two (Value, then Struct or ListValue). */
+const ENCODE_DEPTH_HINT =
+  'a JSON value nested more than about 48 levels deep exceeds the protobuf nesting limit of 100 messages; read this record over HTTP';
+
+export async function startGrpc(
+  s: Services,
+  opts: { host: string; port: number; tls?: { cert: Buffer; key: Buffer } },
+): Promise<GrpcServer> {
+  const definition = loadSvcProto();
+  const service = definition[SERVICE_NAME] as ServiceDefinition;
+  const structType = messageType<Struct, unknown>(definition, 'google.protobuf.Struct');
+  const statusType = messageType<Status, unknown>(definition, 'google.rpc.Status');
+
+  /** The wire error: code from ERROR_TABLE, details = message, the HTTP body in a Status. */
+  const toGrpc = (err: SvcError, requestId: string): Partial<grpc.StatusObject> => {
+    const code = ERROR_TABLE[err.code].grpc;
+    const body = err.body();
+    let packed: Buffer;
+    try {
+      packed = structType.serialize(jsonToStruct(body));
+    } catch (e) {
+      // A body protobuf cannot nest (a STALE current_value over ~48 levels deep): keep the
+      // code, message and every flat key rather than lose the answer.
+      s.log.warn('gRPC error body too deeply nested to encode; sending its flat keys', {
+        request_id: requestId,
+        error: (e as Error).message,
+      });
+      const flat = Object.fromEntries(Object.entries(body).filter(([, v]) => v === null || typeof v !== 'object'));
+      packed = structType.serialize(jsonToStruct(flat));
+    }
+    const detail: Any = { type_url: STRUCT_TYPE_URL, value: packed };
+    const metadata = new grpc.Metadata();
+    metadata.set(STATUS_DETAILS_KEY, statusType.serialize({ code, message: err.message, details: [detail] }));
+    return { code, details: err.message, metadata };
+  };
+
+  /**
+   * One RPC: authenticate, build the handler input, invoke, encode. The response is
+   * serialized here (the method's serializer passes Buffers through) so that a failure to
+   * encode is answered like any other fault instead of grpc-js's bare INTERNAL.
+   */
+  const rpc =
+    <T, I>(
+      method: MethodDefinition<object, object>,
+      op: Operation,
+      timed: boolean | undefined,
+      build: (msg: T, oversized: boolean) => I,
+      shape: (out: Outcome) => object,
+    ) =>
+    async (call: Call<T>, callback: grpc.sendUnaryData<Buffer>) => {
+      const requestId = randomUUID();
+      try {
+        const identity = await authenticateRequest(s, peerAddress(call, s.cfg.trustProxy), firstText(call.metadata, 'authorization'));
+        const req = call.request;
+        if (!req.ok) throw new SvcError('MALFORMED', req.problem);
+        const input = build(req.msg, req.bytes > MAX_BODY_BYTES);
+        const ctx = makeCtx(s, identity, firstText(call.metadata, 'x-svc-scope'), requestId);
+        const out = await invoke(op, ctx, input, timed === undefined ? {} : { timed });
+        let bytes: Buffer;
+        try {
+          bytes = method.responseSerialize(shape(out));
+        } catch (e) {
+          const msg = (e as Error).message ?? String(e);
+          if (/depth/i.test(msg)) {
+            s.log.warn('gRPC response too deeply nested to encode', { request_id: requestId, rpc: op.name });
+            throw new SvcError('INTERNAL', `The response cannot be encoded: ${ENCODE_DEPTH_HINT}. Request id ${requestId}.`, {
+              request_id: requestId,
+            });
+          }
+          throw e;
+        }
+        callback(null, bytes);
+      } catch (e) {
+        callback(toGrpc(asSvcError(e, { log: s.log, requestId }), requestId));
+      }
+    };
+
+  // Requests are decoded by a guard that reports a failure instead of throwing, and
+  // responses arrive already serialized (see rpc).
+  const methods = Object.fromEntries(
+    Object.entries(service).map(([name, m]) => [
+      name,
+      {
+        ...m,
+        requestDeserialize: guardedDeserialize(m.requestType.type as { name?: string }, m.requestDeserialize),
+        responseSerialize: (v: unknown) => (Buffer.isBuffer(v) ? v : m.responseSerialize(v as object)),
+      },
+    ]),
+  ) as unknown as grpc.ServiceDefinition;
+
+  const m = (name: string): MethodDefinition<object, object> => service[name];
+  const implementation: grpc.UntypedServiceImplementation = {
+    Get: rpc<GetRequest__Output, GetInput>(
+      m('Get'),
+      operations.get,
+      undefined,
+      (msg, oversized) => {
+        refuseOversizedRead(oversized);
+        return {
+          ...splitRecord(msg.record),
+          ...(msg.fields.length > 0 ? { fields: msg.fields } : {}),
+          ...(msg.entries_limit !== undefined ? { entries_limit: msg.entries_limit } : {}),
+        };
+      },
+      (out) => recordMsg(out.body),
+    ),
+    Put: rpc<PutRequest__Output, PutInput>(
+      m('Put'),
+      operations.put,
+      true,
+      (msg, oversized) => {
+        const where = { record: msg.record, field: msg.field };
+        return {
+          ...splitRecord(msg.record),
+          field: msg.field,
+          body: oversized
+            ? tooLarge()
+            : jsonBody(() => ({
+                ...(msg.value !== null ? { value: valueToJson(msg.value!, 'value') } : {}),
+                // proto3 cannot tell 0 from unset; 0 is also what "the field must not exist" says.
+                expected_version: msg.expected_version,
+                ...(msg.evidence !== undefined ? { evidence: msg.evidence } : {}),
+                ...premises(msg.based_on, msg.declare_no_premises),
+                ...(msg.invocation !== null ? { invocation: structToJson(msg.invocation!, 'invocation') } : {}),
+              })),
+        };
+      },
+      writeResultMsg,
+    ),
+    Append: rpc<AppendRequest__Output, AppendInput>(
+      m('Append'),
+      operations.append,
+      true,
+      (msg, oversized) => {
+        const where = { record: msg.record, field: msg.field };
+        return {
+          ...splitRecord(msg.record),
+          field: msg.field,
+          body: oversized
+            ? tooLarge()
+            : jsonBody(() => ({
+                ...(msg.entry !== null ? { entry: valueToJson(msg.entry!, 'entry') } : {}),
+                // "" is unset in proto3; either way append answers EVIDENCE_REQUIRED at its step.
+                ...(msg.evidence !== '' ? { evidence: msg.evidence } : {}),
+                ...premises(msg.based_on, msg.declare_no_premises),
+                ...(msg.invocation !== null ? { invocation: structToJson(msg.invocation!, 'invocation') } : {}),
+              })),
+        };
+      },
+      appendResultMsg,
+    ),
+    Claim: rpc<ClaimRequest__Output, ClaimInput>(
+      m('Claim'),
+      operations.claim,
+      true,
+      (msg, oversized) => {
+        const where = { record: msg.record, field: msg.field };
+        return {
+          ...splitRecord(msg.record),
+          field: msg.field,
+          body: oversized
+            ? tooLarge()
+            : jsonBody(() => ({
+                ...(msg.lease_seconds !== undefined ? { lease_seconds: msg.lease_seconds } : {}),
+                // renew false and renew absent mean the same (an ordinary claim).
+                ...(msg.renew ? { renew: true } : {}),
+                ...(msg.invocation !== null ? { invocation: structToJson(msg.invocation!, 'invocation') } : {}),
+              })),
+        };
+      },
+      claimResultMsg,
+    ),
+    CheckpointSave: rpc<CheckpointSaveRequest__Output, CheckpointSaveInput>(
+      m('CheckpointSave'),
+      operations.checkpointSave,
+      true,
+      (msg, oversized) => ({
+        ...splitRecord(msg.record),
+        body: oversized
+          ? tooLarge()
+          : jsonBody(() => (msg.document !== null ? { document: structToJson(msg.document!, 'document') } : {})),
+      }),
+      checkpointSaveResultMsg,
+    ),
+    CheckpointLoad: rpc<CheckpointLoadRequest__Output, CheckpointLoadInput>(
+      m('CheckpointLoad'),
+      operations.checkpointLoad,
+      undefined,
+      (msg, oversized) => {
+        refuseOversizedRead(oversized);
+        return { ...splitRecord(msg.record), ...(msg.role !== undefined ? { role: msg.role } : {}) };
+      },
+      checkpointLoadResultMsg,
+    ),
+    Query: rpc<QueryRequest__Output, QueryInput>(
+      m('Query'),
+      operations.query,
+      undefined,
+      (msg, oversized) => {
+        refuseOversizedRead(oversized);
+        return {
+          class: msg.class,
+          filters: Object.fromEntries(Object.entries(msg.filters)),
+          // 0 and "" are unset in proto3: the default page size, the first page.
+          ...(msg.limit !== 0 ? { limit: msg.limit } : {}),
+          ...(msg.after !== '' ? { after: msg.after } : {}),
+        };
+      },
+      queryResultMsg,
+    ),
+  };
+
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
+    // Responses may carry records up to the database's limits; clients set their own cap.
+    'grpc.max_send_message_length': -1,
+  });
+  server.addService(methods, implementation);
+  const creds = opts.tls
+    ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }], false)
+    : grpc.ServerCredentials.createInsecure();
+  const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${host}:${opts.port}`, creds, (err, bound) => (err ? reject(err) : resolve(bound))),
+  );
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        // Let calls in flight finish, but do not wait on them for long.
+        const timer = setTimeout(() => server.forceShutdown(), 5000);
+        timer.unref();
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}
+
+// ---- translation helpers ----------------------------------------------------------------
+
+/** `<class>/<id>` split at the first '/'; a missing id is left empty for the handler to refuse. */
+export function splitRecord(record: string): { class: string; id: string } {
+  const i = record.indexOf('/');
+  return i < 0 ? { class: record, id: '' } : { class: record.slice(0, i), id: record.slice(i + 1) };
+}
+
+const tooLarge = (): RawBody => ({ kind: 'too-large', limit: MAX_BODY_BYTES });
+
+/**
+ * `based_on` and `declare_no_premises` as the handler's body takes them: the handler refuses
+ * both together (MALFORMED at its body step) and treats `declare_no_premises` as `based_on: []`.
+ */
+export function premises(list: Premise__Output[], declareNone: boolean): { based_on?: unknown[]; declare_no_premises?: true } {
+  return {
+    ...(list.length > 0 ? { based_on: list.map(premiseFromMsg) } : {}),
+    ...(declareNone ? { declare_no_premises: true as const } : {}),
+  };
+}
+
+/**
+ * A body built from the message; a Value or Struct with no JSON form makes it `invalid`, which
+ * the handler answers MALFORMED at its body step, as HTTP does for bad JSON.
+ */
+function jsonBody(build: () => Record<string, unknown>): RawBody {
+  try {
+    return { kind: 'json', value: build() };
+  } catch (e) {
+    if (e instanceof NotJsonError) return { kind: 'invalid', reason: `Invalid request message: ${e.message}.` };
+    throw e;
+  }
+}
+
+/** Read RPCs have no body on HTTP; a request message over the body limit is refused outright. */
+function refuseOversizedRead(oversized: boolean): void {
+  if (oversized) {
+    throw new SvcError('MALFORMED', `The request message is larger than ${MAX_BODY_BYTES} bytes (4 MiB); send a smaller one.`);
+  }
+}
+
+function guardedDeserialize<T>(type: { name?: string }, deserialize: (b: Buffer) => T): (b: Buffer) => Decoded<T> {
+  const name = `svc.v1.${type.name ?? 'request'}`;
+  return (buf) => {
+    try {
+      return { ok: true, msg: deserialize(buf), bytes: buf.length };
+    } catch (e) {
+      const why = e instanceof Error ? e.message : String(e);
+      const problem =
+        buf.length > MAX_BODY_BYTES
+          ? `The request message is larger than ${MAX_BODY_BYTES} bytes (4 MiB) and does not decode as ${name}; send a smaller one.`
+          : `The request message does not decode as ${name} (${why}); check that the client uses proto/svc/v1/svc.proto.`;
+      return { ok: false, bytes: buf.length, problem };
+    }
+  };
+}
+
+function firstText(md: grpc.Metadata, key: string): string | undefined {
+  const v = md.get(key)[0];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/**
+ * The client address for the rejected-credential budget, shared with HTTP: the peer's
+ * address without its port, or with --trust-proxy N the address N hops back in
+ * x-forwarded-for, as on HTTP.
+ */
+export function peerAddress(call: { getPeer(): string; metadata: grpc.Metadata }, trustProxy: number): string {
+  let addr = hostOf(call.getPeer());
+  if (trustProxy > 0) {
+    const hops = (firstText(call.metadata, 'x-forwarded-for') ?? '')
+      .split(',')
+      .map((h) => h.trim())
+      .filter(Boolean);
+    const idx = hops.length - trustProxy;
+    if (idx >= 0 && hops[idx]) addr = hops[idx];
+  }
+  return addr || 'unknown';
+}
+
+/** grpc-js peers are `<address>:<port>` (IPv6 unbracketed) or `unknown`. */
+function hostOf(peer: string): string {
+  const i = peer.lastIndexOf(':');
+  if (i <= 0 || !/^\d+$/.test(peer.slice(i + 1))) return peer;
+  return peer.slice(0, i).replace(/^\[(.*)\]$/, '$1');
+}
