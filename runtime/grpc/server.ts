@@ -186,7 +186,6 @@ export async function startGrpc(
       operations.put,
       true,
       (msg, oversized) => {
-        const where = { record: msg.record, field: msg.field };
         return {
           ...splitRecord(msg.record),
           field: msg.field,
@@ -209,7 +208,6 @@ export async function startGrpc(
       operations.append,
       true,
       (msg, oversized) => {
-        const where = { record: msg.record, field: msg.field };
         return {
           ...splitRecord(msg.record),
           field: msg.field,
@@ -231,7 +229,6 @@ export async function startGrpc(
       operations.claim,
       true,
       (msg, oversized) => {
-        const where = { record: msg.record, field: msg.field };
         return {
           ...splitRecord(msg.record),
           field: msg.field,
