@@ -346,9 +346,21 @@ async function replayHot(ctx, acks, connections) {
   let appliedRows = 0;
   let staleRows = 0;
   let unacked = 0;
+  // Puts still in flight when the load generator stopped finish on the gateway a little later.
+  await new Promise((r) => setTimeout(r, 1000));
   for (let k = 0; k < HOT; k++) {
     const rid = `hot-${k}`;
-    const hist = (await historyOf(ctx, rid)).filter((h) => h.op === 'put').sort((a, b) => a.seq - b.seq);
+    let hist;
+    let final;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      // The field first, then its history: the history must end at the field's version.
+      const res = await fetch(`${ctx.url}/v1/records/${CLASS}/${rid}?fields=f1`, { headers: { authorization: authOf(0) } });
+      final = (await res.json()).fields.f1.version;
+      hist = (await historyOf(ctx, rid)).filter((h) => h.op === 'put').sort((a, b) => a.seq - b.seq);
+      const last = hist.filter((h) => h.outcome === 'applied').at(-1);
+      if (last && last.version === final) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
     const applied = hist.filter((h) => h.outcome === 'applied');
     staleRows += hist.filter((h) => h.outcome === 'stale').length;
     appliedRows += applied.length;
@@ -363,8 +375,6 @@ async function replayHot(ctx, acks, connections) {
       }
       prev = h.version;
     }
-    const res = await fetch(`${ctx.url}/v1/records/${CLASS}/${rid}?fields=f1`, { headers: { authorization: authOf(0) } });
-    const final = (await res.json()).fields.f1.version;
     if (final !== prev) violations.push(`${rid}: field at version ${final}, last applied ${prev}`);
     const mine = acks.filter(([kk]) => kk === k).map(([, v]) => v);
     const ackSet = new Set(mine);
