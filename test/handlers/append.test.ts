@@ -6,9 +6,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { tasks } from '../fixtures/task-classes.js';
-import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { startTestGateway, type TestGateway, TS } from '../setup/gateway.js';
 
-const TS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$/;
 
 let t: TestGateway;
 let sql: pg.Client;

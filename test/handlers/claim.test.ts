@@ -8,9 +8,8 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { JOB_LEASE_SECONDS, tasks } from '../fixtures/task-classes.js';
-import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { startTestGateway, type TestGateway, TS } from '../setup/gateway.js';
 
-const TS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$/;
 
 let t: TestGateway;
 let sql: pg.Client;

@@ -6,9 +6,8 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { audited, fortress, incident } from '../fixtures/classes.js';
 import { typed } from '../fixtures/put-classes.js';
-import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { KEYS, startTestGateway, type TestGateway, TS } from '../setup/gateway.js';
 
-const TS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$/;
 
 let t: TestGateway;
 beforeAll(async () => {

@@ -14,6 +14,9 @@ import { freshDatabase, type TestDb } from './db.js';
 
 export const quietLog = { debug() {}, info() {}, warn() {}, error() {} };
 
+/** The wire timestamp: RFC 3339 with milliseconds and the server's offset (decisions §4). */
+export const TS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$/;
+
 /** Test identities: name -> bearer token. */
 export const KEYS: Record<string, string> = {
   alice: 'alice-test-key',

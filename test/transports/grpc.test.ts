@@ -11,7 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { tasks } from '../fixtures/task-classes.js';
-import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { KEYS, startTestGateway, type TestGateway, TS } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
 import { structToJson, valueToJson, jsonToValue, jsonToStruct } from '../../runtime/grpc/convert.js';
 import type { Struct, Struct__Output } from '../../runtime/grpc/generated/google/protobuf/Struct.js';
@@ -22,7 +22,6 @@ import type { Record__Output } from '../../runtime/grpc/generated/svc/v1/Record.
 import type { SvcServiceClient } from '../../runtime/grpc/generated/svc/v1/SvcService.js';
 import { loadSvcProto, messageType } from '../../runtime/grpc/proto.js';
 
-const TS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$/;
 const MIB = 1024 * 1024;
 
 const definition = loadSvcProto();
