@@ -278,33 +278,7 @@ export class PgDb implements Db {
 
   queryRecords(cls: string, filters: QueryFilter[], opts: { afterId: number; limit: number; fields: string[] }) {
     return this.guard(async () => {
-      // The first filter drives: its index (class, name, md5(value), record_id) or
-      // (class, name, owner, record_id) yields matches in creation order; the others are
-      // checked per match. Without filters, records_class_id walks the class in order.
-      const [first, ...rest] = filters;
-      const cond = (f: QueryFilter, alias: string) => {
-        const a = sql.raw(alias);
-        if (f.owner !== undefined) {
-          return sql`${a}.name = ${f.field} and ${a}.owner = ${f.owner} and ${a}.lease_expires_at > now()`;
-        }
-        const texts = (f.values ?? []).map((v) => JSON.stringify(v));
-        return sql`${a}.name = ${f.field} and md5((${a}.value::jsonb)::text) = any(select md5((t::jsonb)::text) from unnest(${texts}::text[]) t)
-                   and ${a}.value::jsonb = any(select t::jsonb from unnest(${texts}::text[]) t)`;
-      };
-      const others = rest.map(
-        (f, i) => sql`and exists (select 1 from fields ${sql.raw(`o${i}`)} where ${sql.raw(`o${i}`)}.record_id = r.id and ${cond(f, `o${i}`)})`,
-      );
-      const res = first
-        ? await sql<Record<string, unknown>>`
-            select r.id, r.rid, r.record_version from fields f1 join records r on r.id = f1.record_id
-            where f1.class = ${cls} and ${cond(first, 'f1')} and f1.record_id > ${opts.afterId}
-              ${first.owner === undefined ? sql`and f1.value is not null` : sql`and f1.owner is not null`}
-              ${sql.join(others, sql` `)}
-            order by f1.record_id limit ${opts.limit}`.execute(this.kysely)
-        : await sql<Record<string, unknown>>`
-            select r.id, r.rid, r.record_version from records r
-            where r.class = ${cls} and r.id > ${opts.afterId}
-            order by r.id limit ${opts.limit}`.execute(this.kysely);
+      const res = await queryRecordsStatement(cls, filters, opts).execute(this.kysely);
       const ids = res.rows.map((r) => Number(r.id));
       if (ids.length === 0 || opts.fields.length === 0) {
         return res.rows.map((r) => ({ id: Number(r.id), rid: r.rid as string, record_version: Number(r.record_version), fields: [] }));
@@ -389,6 +363,58 @@ export class PgDb implements Db {
       return res.rows[0]?.value ?? null;
     });
   }
+}
+
+/**
+ * The page query of `queryRecords`: record ids, rids and versions matching every filter,
+ * in creation order after `afterId`. Exported so a test can EXPLAIN the very statement.
+ */
+export function queryRecordsStatement(cls: string, filters: QueryFilter[], opts: { afterId: number; limit: number }) {
+  // The first filter drives: its index (class, name, md5(value), record_id) or
+  // (class, name, owner, record_id) yields matches in creation order, so the scan stops
+  // after `limit` matches; the others are checked per match. A filter with several
+  // candidate values (a JSON string and its parsed form) becomes one ordered branch per
+  // candidate under UNION ALL, merged in order: `md5 = ANY(...)` would lose the index
+  // order and sort every match. Without filters, records_class_id walks the class.
+  const [first, ...rest] = filters;
+  const valueCond = (a: ReturnType<typeof sql.raw>, field: string, v: unknown) => {
+    const text = JSON.stringify(v);
+    return sql`${a}.name = ${field} and md5((${a}.value::jsonb)::text) = md5((${text}::jsonb)::text)
+               and ${a}.value::jsonb = ${text}::jsonb`;
+  };
+  const cond = (f: QueryFilter, alias: string) => {
+    const a = sql.raw(alias);
+    if (f.owner !== undefined) {
+      return sql`${a}.name = ${f.field} and ${a}.owner = ${f.owner} and ${a}.lease_expires_at > now()`;
+    }
+    return sql`(${sql.join(
+      (f.values ?? []).map((v) => sql`(${valueCond(a, f.field, v)})`),
+      sql` or `,
+    )})`;
+  };
+  const others = rest.map(
+    (f, i) => sql`and exists (select 1 from fields ${sql.raw(`o${i}`)} where ${sql.raw(`o${i}`)}.record_id = f1.record_id and ${cond(f, `o${i}`)})`,
+  );
+  const branch = (driving: ReturnType<typeof sql>) => sql`(
+    select f1.record_id from fields f1
+    where f1.class = ${cls} and ${driving} and f1.record_id > ${opts.afterId}
+      ${sql.join(others, sql` `)}
+    order by f1.record_id limit ${opts.limit})`;
+  const f1 = sql.raw('f1');
+  const branches = !first
+    ? []
+    : first.owner !== undefined
+      ? [branch(cond(first, 'f1'))]
+      : (first.values ?? []).map((v) => branch(valueCond(f1, first.field, v)));
+  return first
+    ? sql<Record<string, unknown>>`
+        select r.id, r.rid, r.record_version
+        from (${sql.join(branches, sql` union all `)}) m join records r on r.id = m.record_id
+        order by m.record_id limit ${opts.limit}`
+    : sql<Record<string, unknown>>`
+        select r.id, r.rid, r.record_version from records r
+        where r.class = ${cls} and r.id > ${opts.afterId}
+        order by r.id limit ${opts.limit}`;
 }
 
 async function lockRecord(trx: Transaction<any>, cls: string, rid: string, fieldNames: string[]) {
