@@ -139,34 +139,40 @@ export class PgDb implements Db {
     return this.guard(async () => {
       const { fields, beforeSeq, limit } = opts;
       // One field uses history_record_field; otherwise history_record, filtering rows.
-      const res = await sql<Record<string, unknown>>`
-        select id as seq, field, op, version, record_version, value, value_size, value_sha256, author,
-               identity_strength, evidence, expected_version, based_on, invocation, outcome, created_at
-        from history
-        where class = ${cls} and rid = ${rid}
-          ${fields && fields.length === 1 ? sql`and field = ${fields[0]}` : sql``}
-          ${fields && fields.length !== 1 ? sql`and field = any(${fields}::text[])` : sql``}
-          ${beforeSeq !== null ? sql`and id < ${beforeSeq}` : sql``}
-        order by id desc
-        limit ${limit}`.execute(this.kysely);
-      return res.rows.map(
+      // The page comes back as ONE json text (an array of row arrays) parsed once: building
+      // 1,000 row objects in the driver (and parsing 1,000 timestamps) cost ~3x the CPU.
+      const res = await sql<{ rows: string }>`
+        select coalesce(json_agg(json_build_array(
+                 id, field, op, version, record_version, value, value_size, value_sha256, author,
+                 identity_strength, evidence, expected_version, based_on, invocation, outcome,
+                 (extract(epoch from created_at) * 1000)::bigint) order by id desc), '[]')::text as rows
+        from (
+          select * from history
+          where class = ${cls} and rid = ${rid}
+            ${fields && fields.length === 1 ? sql`and field = ${fields[0]}` : sql``}
+            ${fields && fields.length !== 1 ? sql`and field = any(${fields}::text[])` : sql``}
+            ${beforeSeq !== null ? sql`and id < ${beforeSeq}` : sql``}
+          order by id desc
+          limit ${limit}) h`.execute(this.kysely);
+      const rows = JSON.parse(res.rows[0].rows) as unknown[][];
+      return rows.map(
         (r): HistoryRow => ({
-          seq: Number(r.seq),
-          field: r.field as string,
-          op: r.op as string,
-          version: r.version === null ? null : Number(r.version),
-          record_version: r.record_version === null ? null : Number(r.record_version),
-          value: r.value,
-          value_size: (r.value_size as number) ?? null,
-          value_sha256: (r.value_sha256 as string) ?? null,
-          author: r.author as string,
-          identity_strength: (r.identity_strength as string) ?? null,
-          evidence: (r.evidence as string) ?? null,
-          expected_version: r.expected_version === null ? null : Number(r.expected_version),
-          based_on: (r.based_on as HistoryRow['based_on']) ?? null,
-          invocation: (r.invocation as HistoryRow['invocation']) ?? null,
-          outcome: r.outcome as string,
-          created_at: r.created_at as Date,
+          seq: r[0] as number,
+          field: r[1] as string,
+          op: r[2] as string,
+          version: r[3] as number | null,
+          record_version: r[4] as number | null,
+          value: r[5],
+          value_size: r[6] as number | null,
+          value_sha256: r[7] as string | null,
+          author: r[8] as string,
+          identity_strength: r[9] as string | null,
+          evidence: r[10] as string | null,
+          expected_version: r[11] as number | null,
+          based_on: r[12] as HistoryRow['based_on'],
+          invocation: r[13] as HistoryRow['invocation'],
+          outcome: r[14] as string,
+          created_at: new Date(r[15] as number),
         }),
       );
     });
