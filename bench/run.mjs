@@ -15,15 +15,28 @@
  * Flags: --quick | --smoke   size and length of the run
  *        --only a,b          scenarios: floor,put,get,hot,claim,query,history,mcp,grpc
  *        --profile           run the gateway under --cpu-prof and summarise the hottest frames
+ *        --trace-gc          run the gateway under --trace-gc; each row gets its GC pauses
+ *        --auto-explain MS   (embedded PostgreSQL) log plans of statements slower than MS ms
  *        --out DIR           where the JSON goes (default bench/results)
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { explainReads, migrateDb, postmasterPid, seed, serverInfo, startDatabase } from './lib/db.mjs';
+import {
+  enableAutoExplain,
+  migrateDb,
+  postmasterPid,
+  seed,
+  serverInfo,
+  startDatabase,
+  summarizeAutoExplain,
+} from './lib/db.mjs';
 import { grpcServerBuilt, mcpServerBuilt, startGateway, writeConfig } from './lib/gateway.mjs';
+import { capturePlans } from './lib/plans.mjs';
+import { detectLock } from './lib/raw.mjs';
 import { summarizeProfile } from './lib/profile.mjs';
 import { evaluateTargets, renderTable } from './lib/report.mjs';
 import {
@@ -33,11 +46,13 @@ import {
   halfPeakScenario,
   historyScenario,
   hotScenario,
+  putReference,
   putScenario,
   queryScenario,
 } from './lib/scenarios.mjs';
 import { grpcScenario, mcpScenario } from './lib/transports.mjs';
 import { machineCpu, round, sleep } from './lib/util.mjs';
+import { withClient } from './lib/db.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
@@ -74,6 +89,20 @@ const MODES = {
 
 const say = (m) => process.stdout.write(m + '\n');
 
+/** A short digest of the compiled gateway (dist/), so runs of different builds are told apart. */
+function buildId() {
+  const h = createHash('sha256');
+  const walk = (d) => {
+    for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.js')) h.update(p.slice(DIST.length)).update(readFileSync(p));
+    }
+  };
+  walk(DIST);
+  return h.digest('hex').slice(0, 12);
+}
+
 async function main() {
   const { values } = parseArgs({
     options: {
@@ -81,6 +110,8 @@ async function main() {
       smoke: { type: 'boolean' },
       only: { type: 'string' },
       profile: { type: 'boolean' },
+      'trace-gc': { type: 'boolean' },
+      'auto-explain': { type: 'string' },
       out: { type: 'string' },
     },
     strict: true,
@@ -93,6 +124,7 @@ async function main() {
   if (!existsSync(join(DIST, 'runtime', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm run bench does).');
   const outDir = resolve(values.out ?? join(ROOT, 'bench', 'results'));
   const started = new Date();
+  const build = buildId();
   const stamp = started.toISOString().replace(/[:.]/g, '-');
   const profileDir = values.profile ? join(outDir, `profile-${stamp}`) : null;
 
@@ -112,16 +144,39 @@ async function main() {
   try {
     // How busy the machine is before we start: other processes skew every figure.
     const m0 = machineCpu();
-    await sleep(1000);
-    const busyBefore = round(machineCpu().busy - m0.busy, 2);
+    const sampleMs = mode === 'smoke' ? 200 : 1000;
+    await sleep(sampleMs);
+    const busyBefore = round(((machineCpu().busy - m0.busy) * 1000) / sampleMs, 2);
     say(`kslate bench (${mode}): machine busy ${busyBefore} cores before start${busyBefore > 0.3 ? ' (other processes are running: expect noise)' : ''}; starting PostgreSQL`);
-    const db = await startDatabase({ dist: DIST, say });
+    // The embedded server's log: kept for --auto-explain, and tapped while plans are captured.
+    const pgLogChunks = [];
+    let tap = null;
+    const pgLog = (m) => {
+      if (tap !== null) tap.push(String(m));
+      if (values['auto-explain'] && /plan:/.test(m) && pgLogChunks.length < 5000) pgLogChunks.push(String(m));
+    };
+    const pgTap = {
+      begin: () => (tap = []),
+      take: () => {
+        const text = (tap ?? []).join('\n');
+        tap = null;
+        return text;
+      },
+    };
+    const db = await startDatabase({ dist: DIST, say, pgLog });
     cleanups.push(db.stop);
     await migrateDb(db.url, DIST);
+    const rawLock = await withClient(db.url, (c) => detectLock(c));
     const pg = await serverInfo(db.url);
     pg.where = db.embedded ? 'embedded, temp dir' : 'KSLATE_BENCH_DATABASE_URL';
+    // The million query records take most of the seeding: skip them when query is not run.
+    if (!only.includes('query')) cfg.sizes = { ...cfg.sizes, query: 0 };
     say(`PostgreSQL ${pg.version} ready; seeding ${JSON.stringify(cfg.sizes)}`);
     const seeded = await seed(db.url, cfg.sizes, say);
+    if (values['auto-explain']) {
+      if (db.embedded) await enableAutoExplain(db.url, values['auto-explain']);
+      else say('  --auto-explain needs the embedded PostgreSQL (its log is read here); ignored');
+    }
 
     const conf = writeConfig(cfg.identities);
     cleanups.push(async () => conf.cleanup());
@@ -134,6 +189,7 @@ async function main() {
       keysFile: conf.keysFile,
       grpc: wantGrpc,
       profileDir,
+      traceGc: values['trace-gc'],
     });
     cleanups.push(() => gw.stop());
     say(`gateway pid ${gw.pid} at ${gw.url}${gw.grpcPort ? ` (gRPC :${gw.grpcPort})` : ''}`);
@@ -146,7 +202,12 @@ async function main() {
       dbUrl: db.url,
       say,
       versions: new Int32Array(cfg.sizes.put).fill(1),
-      probeEnv: { gatewayPid: gw.pid, postmasterPid: await postmasterPid(db.url), sampler: gw.sampler },
+      probeEnv: {
+        gatewayPid: gw.pid,
+        postmasterPid: await postmasterPid(db.url),
+        sampler: gw.sampler,
+        gcEvents: values['trace-gc'] ? gw.gcEvents : null,
+      },
     };
 
     const runOne = async (name, fn) => {
@@ -182,9 +243,16 @@ async function main() {
     await runOne('claim', () => claimScenario(ctx));
     await runOne('query', () => queryScenario(ctx));
     await runOne('history', () => historyScenario(ctx));
-    const httpPutTop = httpPuts.find((r) => r.clients === top);
+    let httpPutTop = httpPuts.find((r) => r.clients === top);
+    const wantMcp = only.includes('mcp') && mcpServerBuilt(ROOT);
+    if (wantMcp || wantGrpc) {
+      say('scenario put over HTTP again (reference for MCP and gRPC)');
+      const ref = await putReference(ctx);
+      rows.push(...ref);
+      httpPutTop = ref[0];
+    }
     await runOne('mcp', async () => {
-      if (!mcpServerBuilt(ROOT)) {
+      if (!wantMcp) {
         say('  mcp: not available (dist/runtime/mcp/server.js is not in this build)');
         return [{ scenario: 'put', transport: 'mcp', clients: top, unavailable: true }];
       }
@@ -198,10 +266,19 @@ async function main() {
       return grpcScenario(ctx, httpPutTop);
     });
 
-    const explain = only.includes('query') || only.includes('history') ? await explainReads(db.url, cfg.sizes) : null;
     const peakRssMb = round(gw.sampler.peak, 1);
     cleanups.pop();
     await gw.stop();
+
+    // The statements behind each operation, with their plans, from the server itself.
+    let plans = null;
+    if (db.embedded) {
+      say('capturing the gateway\'s statements and plans (auto_explain)');
+      plans = await capturePlans({ root: ROOT, dbUrl: db.url, conf, pgLog: pgTap, versions: ctx.versions, say }).catch((e) => {
+        say(`  plan capture failed: ${e.message}`);
+        return null;
+      });
+    }
 
     let profile = null;
     if (profileDir) {
@@ -210,6 +287,14 @@ async function main() {
     }
 
     const targets = evaluateTargets(rows, { cfg, peakRssMb });
+    const buildAfter = buildId();
+    if (buildAfter !== build) say(`WARNING: dist/ changed during the run (build ${build} -> ${buildAfter}); figures may mix two builds`);
+    const schema = await withClient(db.url, (c) => c.query('select max(version) as v from kslate_migrations')).then((r) => r.rows[0].v);
+    // Background work PostgreSQL did during the run (compare with each row's window).
+    const autovacuum = await withClient(db.url, (c) =>
+      c.query(`select relname, last_autovacuum, last_autoanalyze, autovacuum_count, autoanalyze_count, n_dead_tup
+               from pg_stat_user_tables where relname in ('records', 'fields', 'history') order by relname`),
+    ).then((r) => r.rows);
     const meta = {
       mode,
       when: started.toISOString(),
@@ -219,6 +304,10 @@ async function main() {
       sizesText: `${cfg.sizes.put.toLocaleString('en')} put/get records × 8 fields, ${cfg.sizes.query.toLocaleString('en')} query records, ${cfg.sizes.history.toLocaleString('en')} history rows, ${cfg.sizes.tasks.toLocaleString('en')} tasks (seeded in ${seeded.seconds.toFixed(1)} s)`,
       busyBefore,
       idleRssMb,
+      build,
+      buildAfter,
+      schema,
+      version: JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version,
       durationsText: `${cfg.warmup} s warm-up + ${cfg.duration} s measured per run (${cfg.readDuration} s for query/history)`,
     };
     const table = renderTable(rows, targets, meta);
@@ -229,13 +318,35 @@ async function main() {
       say('hottest functions (self time):');
       for (const f of profile.top_functions.slice(0, 20)) say(`  ${String(f.self_pct).padStart(5)}%  ${f.fn}`);
     }
-    if (explain) {
-      const exec = (plan) => plan.find((l) => l.startsWith('Execution Time')) ?? '';
-      say(`EXPLAIN ANALYZE: query ${exec(explain.query)}; its fields ${exec(explain.query_fields)}; history ${exec(explain.history)}`);
+    say(`raw baseline lock step: ${rawLock}`);
+    if (plans) {
+      say('statements per operation (auto_explain, ANALYZE; ms inside PostgreSQL):');
+      for (const [name, op] of Object.entries(plans.operations)) {
+        const list = op.statements.map((st) => `${st.statement.slice(0, 60)}… ${st.ms.toFixed(2)} ms`);
+        say(`  ${name} (HTTP ${op.status}): ${op.statements.length} statement(s)`);
+        for (const l of list) say(`    ${l}`);
+      }
+      for (const [name, d] of Object.entries(plans.raw_matches_gateway)) {
+        say(`  raw ${name} baseline sends what the gateway sends: ${d.same ? 'yes' : 'NO (see warning above)'}`);
+      }
+    } else {
+      say('statements per operation: not captured (needs the embedded PostgreSQL, whose log the harness reads)');
+    }
+    const autoExplain = values['auto-explain'] ? summarizeAutoExplain(pgLogChunks) : null;
+    if (autoExplain) {
+      say(`auto_explain: statements slower than ${values['auto-explain']} ms (count, slowest, statement):`);
+      for (const g of autoExplain.slice(0, 10)) say(`  ${String(g.count).padStart(6)}  ${g.max_ms.toFixed(1).padStart(8)} ms  ${g.statement}`);
     }
     mkdirSync(outDir, { recursive: true });
     const file = join(outDir, `${stamp}.json`);
-    writeFileSync(file, JSON.stringify({ meta, config: cfg, seed_seconds: seeded.seconds, peak_rss_mb: peakRssMb, targets, rows, explain, profile }, null, 2));
+    writeFileSync(
+      file,
+      JSON.stringify(
+        { meta, config: cfg, seed_seconds: seeded.seconds, peak_rss_mb: peakRssMb, raw_lock: rawLock, autovacuum, targets, rows, plans, profile, auto_explain: autoExplain },
+        null,
+        2,
+      ),
+    );
     say(`results written to ${file}`);
   } catch (e) {
     failed = true;

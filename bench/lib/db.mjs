@@ -29,19 +29,19 @@ export const TEAMS = 1000;
 export const HOT = 10;
 export const HIST_RID = 'hist-0';
 
-const quiet = (say) => ({ debug() {}, info: (m) => say(m), warn: (m) => say(m), error: (m) => say(m) });
+const quiet = (say, pgLog) => ({ debug: (m) => pgLog?.(m), info: (m) => say(m), warn: (m) => say(m), error: (m) => say(m) });
 
 /**
  * Start PostgreSQL (or take the given URL). Returns { url, stop, embedded }.
  * `dist` is the compiled project (for startEmbeddedPostgres).
  */
-export async function startDatabase({ dist, say }) {
+export async function startDatabase({ dist, say, pgLog }) {
   const given = process.env.KSLATE_BENCH_DATABASE_URL;
   if (given) return { url: given, embedded: false, stop: async () => {} };
   const { startEmbeddedPostgres } = await import(join(dist, 'runtime', 'dev.js'));
   const dir = mkdtempSync(join(tmpdir(), 'kslate-bench-pg-'));
   const port = await freePort();
-  const db = await startEmbeddedPostgres(dir, port, quiet(say), false);
+  const db = await startEmbeddedPostgres(dir, port, quiet(say, pgLog), false);
   return {
     url: db.url,
     embedded: true,
@@ -208,59 +208,41 @@ export async function seed(url, sizes, say) {
   return { seconds: (performance.now() - t0) / 1000 };
 }
 
-export async function checkpoint(url) {
-  await withClient(url, (c) => c.query('checkpoint')).catch(() => undefined);
+/**
+ * Log the plan of every statement slower than `ms` (auto_explain, for sessions opened from
+ * now on: the gateway's pool and the raw clients), so a plan that differs from the one
+ * EXPLAIN shows afterwards is caught in the act.
+ */
+export async function enableAutoExplain(url, ms) {
+  await withClient(url, async (c) => {
+    await c.query(`load 'auto_explain'`);
+    const { rows } = await c.query('select current_database() as db');
+    const db = '"' + rows[0].db.replace(/"/g, '""') + '"';
+    await c.query(`alter database ${db} set session_preload_libraries = 'auto_explain'`);
+    await c.query(`alter database ${db} set auto_explain.log_min_duration = '${Number(ms)}ms'`);
+  });
 }
 
-/**
- * EXPLAIN (ANALYZE, BUFFERS) of the statements the gateway runs for query and history. Each
- * runs three times on one connection and the last plan is kept: a fresh backend's first
- * plan pays for catalog caches the gateway's pooled connections have long since filled.
- */
-export async function explainReads(url, sizes) {
-  return withClient(url, async (conn) => {
-    const c = {
-      async query(sql, params) {
-        let r;
-        for (let i = 0; i < 3; i++) r = await conn.query(sql, params);
-        return r;
-      },
-    };
-    const out = {};
-    const texts = [JSON.stringify('team-42')];
-    const q = await c.query(
-      `explain (analyze, buffers)
-       select r.id, r.rid, r.record_version from fields f1 join records r on r.id = f1.record_id
-       where f1.class = $1 and f1.name = $2
-         and md5((f1.value::jsonb)::text) = any(select md5((t::jsonb)::text) from unnest($3::text[]) t)
-         and f1.value::jsonb = any(select t::jsonb from unnest($3::text[]) t)
-         and f1.record_id > 0 and f1.value is not null
-       order by f1.record_id limit 101`,
-      [QCLASS, 'team', texts],
-    );
-    out.query = q.rows.map((r) => r['QUERY PLAN']);
-    const ids = await c.query(
-      `select f1.record_id as id from fields f1 where f1.class = $1 and f1.name = 'team' and f1.value::jsonb = $2::jsonb
-       order by f1.record_id limit 101`,
-      [QCLASS, texts[0]],
-    );
-    const qf = await c.query(
-      `explain (analyze, buffers)
-       select f.record_id, ${FIELD_COLUMNS} from fields f
-       where f.record_id = any($1::bigint[]) and f.name = any($2::text[])
-       order by f.record_id, f.name`,
-      [ids.rows.map((r) => r.id), ['team', 'status']],
-    );
-    out.query_fields = qf.rows.map((r) => r['QUERY PLAN']);
-    const h = await c.query(
-      `explain (analyze, buffers)
-       select id as seq, field, op, version, record_version, value, value_size, value_sha256, author,
-              identity_strength, evidence, expected_version, based_on, invocation, outcome, created_at
-       from history where class = $1 and rid = $2 order by id desc limit 1001`,
-      [CLASS, HIST_RID],
-    );
-    out.history = h.rows.map((r) => r['QUERY PLAN']);
-    out.sizes = sizes;
-    return out;
-  });
+/** Group auto_explain log entries by statement: how many, and the first plan of each. */
+export function summarizeAutoExplain(chunks) {
+  const by = new Map();
+  for (const chunk of chunks) {
+    for (const entry of chunk.split(/(?=\S*\s*LOG:\s+duration:)/)) {
+      const m = /duration: ([\d.]+) ms\s+plan:\s*Query Text:([\s\S]*)$/.exec(entry);
+      if (!m) continue;
+      const lines = m[2].split('\n');
+      const at = lines.findIndex((l) => /\(cost=/.test(l));
+      if (at < 0) continue;
+      const key = lines.slice(0, at).join(' ').replace(/\s+/g, ' ').trim().slice(0, 120);
+      const g = by.get(key) ?? { statement: key, count: 0, max_ms: 0, first_plan: lines.slice(at).map((l) => l.trim()).filter(Boolean) };
+      g.count++;
+      g.max_ms = Math.max(g.max_ms, Number(m[1]));
+      by.set(key, g);
+    }
+  }
+  return [...by.values()].sort((a, b) => b.count - a.count);
+}
+
+export async function checkpoint(url) {
+  await withClient(url, (c) => c.query('checkpoint')).catch(() => undefined);
 }

@@ -68,7 +68,10 @@ export async function startGateway(opts) {
   const port = await freePort();
   const metricsPort = await freePort();
   const grpcPort = opts.grpc ? await freePort() : 0;
-  const nodeArgs = opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : [];
+  const nodeArgs = [
+    ...(opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : []),
+    ...(opts.traceGc ? ['--trace-gc'] : []),
+  ];
   const args = [
     ...nodeArgs,
     join(opts.root, 'bin', 'kslate.js'),
@@ -84,6 +87,9 @@ export async function startGateway(opts) {
   ];
   const child = spawn(process.execPath, args, { cwd: opts.root, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
   const tail = [];
+  // With --trace-gc: every V8 collection of the gateway, as { at (performance.now()), kind, ms }.
+  const gcEvents = [];
+  const GC_LINE = /(Scavenge|Mark-Compact|Mark-Sweep|Minor Mark-Sweep)[^,]*, ([\d.]+) \/ ([\d.]+) ms/;
   const keep = (line) => {
     tail.push(line);
     if (tail.length > 50) tail.shift();
@@ -103,6 +109,11 @@ export async function startGateway(opts) {
       while ((nl = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
+        const gc = opts.traceGc ? GC_LINE.exec(line) : null;
+        if (gc) {
+          gcEvents.push({ at: performance.now(), kind: gc[1], ms: Number(gc[2]) });
+          continue;
+        }
         keep(line);
         if (/listening/.test(line)) resolve(line);
       }
@@ -127,6 +138,7 @@ export async function startGateway(opts) {
     pid: child.pid,
     sampler,
     tail,
+    gcEvents,
     get exited() {
       return exited;
     },

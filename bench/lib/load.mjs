@@ -18,6 +18,7 @@ export class Probe {
   start() {
     const e = this.env;
     e.sampler?.beginWindow();
+    this.startedAt = new Date().toISOString();
     this.t0 = performance.now();
     this.gw0 = e.gatewayPid ? processCpu(e.gatewayPid) : null;
     this.pg0 = postgresCpu(e.postmasterPid);
@@ -31,21 +32,36 @@ export class Probe {
     const pg1 = postgresCpu(e.postmasterPid);
     const self = process.cpuUsage(this.self0);
     const m1 = machineCpu();
+    const gcs = (e.gcEvents ?? []).filter((g) => g.at >= this.t0);
+    const gc = e.gcEvents
+      ? {
+          collections: gcs.length,
+          pause_total_ms: Math.round(gcs.reduce((a, g) => a + g.ms, 0)),
+          pause_max_ms: Math.round(Math.max(0, ...gcs.map((g) => g.ms)) * 10) / 10,
+          mark_compacts: gcs.filter((g) => g.kind !== 'Scavenge').length,
+        }
+      : null;
     const gateway = gw1 !== null && this.gw0 !== null ? (gw1 - this.gw0) / secs : 0;
     const postgres = (pg1 - this.pg0) / secs;
     const loadgen = (self.user + self.system) / 1e6 / secs;
     const machine = (m1.busy - this.m0.busy) / secs;
+    const irq = (m1.irq - this.m0.irq) / secs;
     return {
       seconds: secs,
+      startedAt: this.startedAt,
+      endedAt: new Date().toISOString(),
+      gc,
       peakRssMb: e.sampler ? e.sampler.endWindow() : null,
       cpu: {
         gateway: e.gatewayPid ? gateway : null,
         postgres,
         loadgen,
-        // Every core busy on the machine, and what of it was none of the three (other
-        // processes sharing the machine, kernel work not charged to them, steal).
+        // Every core busy on the machine; interrupt work (loopback networking is mostly
+        // softirq, charged to no process); and the rest that was none of the three: other
+        // processes sharing the machine, and steal.
         machine,
-        other: Math.max(0, machine - gateway - postgres - loadgen),
+        irq,
+        other: Math.max(0, machine - gateway - postgres - loadgen - irq),
         steal: (m1.steal - this.m0.steal) / secs,
       },
     };

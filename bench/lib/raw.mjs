@@ -3,11 +3,21 @@
  * from the pg driver, one connection per simulated client in a tight loop. The statements
  * mirror db/kysely/index.ts (lockRecord, PgWriteTx.applyField, readRecord) and are sent the
  * way Kysely sends them: parameterised (unnamed prepared statements), begin/commit as text.
+ *
+ * Mirrored by hand: when db/kysely/index.ts changes what it sends, change this file too. The
+ * harness checks it each run (bench/lib/plans.mjs compares the statements the gateway sent,
+ * caught with auto_explain, with `rawStatements`) and warns when they differ. The lock step
+ * follows the schema: kslate_lock_record() (migration 0002) when the database has it, else the
+ * two statements of migration 0001's write path.
  */
 import pg from 'pg';
 import { CLASS, FIELD_COLUMNS, pgTypes } from './db.mjs';
 import { Latencies, ownedIndex, randInt } from './util.mjs';
 
+// Migration 0002: the lock and the fields read in one round trip.
+const LOCK_FN = `select * from kslate_lock_record($1, $2, $3::text[])`;
+
+// Migration 0001: lock the record row, then read the fields in a second statement.
 const LOCK = `select id, record_version, now() as db_now from records
     where class = $1 and rid = $2
     for update`;
@@ -48,18 +58,43 @@ const READ_FIELDS = `select ${FIELD_COLUMNS} from fields f
         where f.record_id = $1 and f.name = any($2::text[])
         order by f.name`;
 
+let lockFn = false;
+
+/** Which lock step the database offers (call once the schema is applied). */
+export async function detectLock(client) {
+  const { rows } = await client.query(`select to_regprocedure('kslate_lock_record(text,text,text[])') is not null as has`);
+  lockFn = Boolean(rows[0].has);
+  return lockFn ? 'kslate_lock_record() (1 statement)' : 'select ... for update + select fields (2 statements)';
+}
+
+/** The statements a raw put and get send, besides begin/commit (for the drift check). */
+export const rawStatements = {
+  put: () => (lockFn ? [LOCK_FN, APPLY] : [LOCK, LOCK_FIELDS, APPLY]),
+  get: () => [READ_RECORD, READ_FIELDS],
+};
+
+/** Lock bench/<rid> and read field f1: { id, version } of the record and the field. */
+async function lockAndRead(c, rid) {
+  if (lockFn) {
+    const rows = (await c.query(LOCK_FN, [CLASS, rid, ['f1']])).rows;
+    const f = rows.find((r) => r.name === 'f1');
+    return { id: rows[0].rec_id, current: f ? Number(f.version) : 0 };
+  }
+  const rec = (await c.query(LOCK, [CLASS, rid])).rows[0];
+  const f = (await c.query(LOCK_FIELDS, [rec.id, ['f1']])).rows[0];
+  return { id: rec.id, current: f ? Number(f.version) : 0 };
+}
+
 /**
  * One versioned put of field f1 on bench/r-<idx> with the expected version `versions[idx]`:
- * BEGIN; lock the record; read the field; compare; apply; COMMIT. Returns true when applied.
+ * BEGIN; lock the record and read the field; compare; apply; COMMIT. Returns true when applied.
  */
 export async function rawPut(c, idx, versions, author, value) {
   const rid = `r-${idx}`;
   const expected = versions[idx];
   await c.query('begin');
   try {
-    const rec = (await c.query(LOCK, [CLASS, rid])).rows[0];
-    const f = (await c.query(LOCK_FIELDS, [rec.id, ['f1']])).rows[0];
-    const current = f ? Number(f.version) : 0;
+    const { id, current } = await lockAndRead(c, rid);
     if (current !== expected) {
       await c.query('rollback');
       versions[idx] = current;
@@ -68,7 +103,7 @@ export async function rawPut(c, idx, versions, author, value) {
     const version = current + 1;
     const v = JSON.stringify(value);
     await c.query(APPLY, [
-      rec.id, CLASS, 'f1', 'versioned', v, version, author, 'shared-secret', null, null, null, null, null,
+      id, CLASS, 'f1', 'versioned', v, version, author, 'shared-secret', null, null, null, null, null,
       CLASS, rid, 'f1', 'put', version, v, author, 'shared-secret', null, expected, null, null,
     ]);
     await c.query('commit');
@@ -125,6 +160,68 @@ export async function rawRun({ url, clients, warmup, duration, op, probe }) {
     const seconds = (performance.now() - t0) / 1000;
     const p = probe.stop();
     return { seconds, ok, responses: ok + other, other, latency: lat.summary(), probe: p };
+  } finally {
+    await Promise.all(conns.map((c) => c.end().catch(() => undefined)));
+  }
+}
+
+/**
+ * Open loop over raw SQL: operation k is due at start + k/rate and runs on the next free
+ * connection (of `clients`); its latency counts from when it was due, as openLoop does for
+ * HTTP. `op(client)` returns true when it counts as ok.
+ */
+export async function rawOpenLoop({ url, clients, warmup, duration, rate, op, probe }) {
+  const conns = [];
+  for (let i = 0; i < clients; i++) {
+    const c = new pg.Client({ connectionString: url, types: pgTypes });
+    await c.connect();
+    conns.push(c);
+  }
+  const phase = (secs, lat) =>
+    new Promise((resolve) => {
+      const free = [...conns];
+      const waiting = [];
+      const total = Math.max(1, Math.floor(rate * secs));
+      const interval = 1000 / rate;
+      const start = performance.now();
+      let sent = 0;
+      let done = 0;
+      let ok = 0;
+      const runOn = (c, due) => {
+        op(c).then(
+          (good) => finish(c, due, good),
+          () => finish(c, due, false),
+        );
+      };
+      const finish = (c, due, good) => {
+        lat?.push(performance.now() - due);
+        if (good) ok++;
+        done++;
+        const next = waiting.shift();
+        if (next !== undefined) runOn(c, next);
+        else free.push(c);
+        if (done === total) resolve({ ok, responses: done, seconds: (performance.now() - start) / 1000 });
+      };
+      const tick = () => {
+        const now = performance.now();
+        while (sent < total && start + sent * interval <= now) {
+          const due = start + sent * interval;
+          const c = free.pop();
+          if (c) runOn(c, due);
+          else waiting.push(due);
+          sent++;
+        }
+        if (sent < total) setTimeout(tick, Math.max(0, start + sent * interval - performance.now()));
+      };
+      tick();
+    });
+  try {
+    if (warmup > 0) await phase(warmup, null);
+    const lat = new Latencies();
+    probe.start();
+    const r = await phase(duration, lat);
+    const p = probe.stop();
+    return { ...r, latency: lat.summary(), probe: p };
   } finally {
     await Promise.all(conns.map((c) => c.end().catch(() => undefined)));
   }

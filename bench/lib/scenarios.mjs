@@ -6,7 +6,7 @@ import { CLASS, FIELDS, HIST_RID, HOT, QCLASS, TEAMS, checkpoint } from './db.mj
 import { authOf } from './gateway.mjs';
 import { Latencies, ownedIndex, randInt, round } from './util.mjs';
 import { Probe, cannon, openLoop } from './load.mjs';
-import { rawGet, rawPut, rawRun } from './raw.mjs';
+import { rawGet, rawOpenLoop, rawPut, rawRun } from './raw.mjs';
 
 const JSON_HEADERS = (i, k) => ({ authorization: authOf(i % k), 'content-type': 'application/json' });
 
@@ -18,6 +18,7 @@ export function row(scenario, transport, clients, run, probe, extra = {}, countA
     transport,
     clients,
     seconds: round(run.seconds, 2),
+    window: [probe.startedAt, probe.endedAt],
     rps: round(counted / run.seconds, 1),
     ok: run.ok,
     responses: run.responses,
@@ -35,12 +36,22 @@ export function row(scenario, transport, clients, run, probe, extra = {}, countA
       postgres: round(probe.cpu.postgres, 2),
       loadgen: round(probe.cpu.loadgen, 2),
       machine: round(probe.cpu.machine, 2),
+      irq: round(probe.cpu.irq, 2),
       other: round(probe.cpu.other, 2),
       steal: round(probe.cpu.steal, 2),
+    },
+    ...(probe.gc ? { gateway_gc: probe.gc } : {}),
+    // CPU time each party spent per counted request, in ms (cores / throughput).
+    cpu_ms_per_op: {
+      gateway: perOp(probe.cpu.gateway, counted, run.seconds),
+      postgres: perOp(probe.cpu.postgres, counted, run.seconds),
+      loadgen: perOp(probe.cpu.loadgen, counted, run.seconds),
     },
     ...extra,
   };
 }
+
+const perOp = (cores, count, seconds) => (cores === null || count === 0 ? null : round((cores * seconds * 1000) / count, 3));
 
 /** autocannon: warm up, then a measured run inside the probe. */
 async function cannonMeasured(ctx, { connections, perClient, warmup, duration }) {
@@ -65,7 +76,7 @@ export async function floorScenario(ctx) {
     clients: 1,
     warmup: cfg.warmup,
     duration: cfg.readDuration,
-    probe: new Probe({ ...ctx.probeEnv, sampler: null }),
+    probe: new Probe({ ...ctx.probeEnv, sampler: null, gcEvents: null }),
     op: async (conn) => (await conn.query('select $1::int as x', [1])).rowCount === 1,
   });
   const pgRow = row('floor: select 1', 'raw', 1, r, r.probe);
@@ -135,7 +146,7 @@ export async function putScenario(ctx) {
       clients: c,
       warmup: cfg.warmup,
       duration: cfg.duration,
-      probe: new Probe({ ...ctx.probeEnv, sampler: null }),
+      probe: new Probe({ ...ctx.probeEnv, sampler: null, gcEvents: null }),
       op: (conn, i) =>
         rawPut(conn, ownedIndex(i, c, cfg.sizes.put), ctx.versions, `apikey:bench-${i % cfg.identities}`, {
           n: ++counters[i],
@@ -149,6 +160,20 @@ export async function putScenario(ctx) {
     say(`  put@${c}: http ${http.rps} req/s (p50 ${http.p50} ms, p99 ${http.p99} ms), raw ${raw.rps} tx/s -> ${http.ratio}`);
   }
   return rows;
+}
+
+/**
+ * HTTP put at the top concurrency again, right before MCP and gRPC, so their ratio compares
+ * runs minutes apart at most (other load on a shared machine drifts).
+ */
+export async function putReference(ctx) {
+  const { cfg, say } = ctx;
+  const c = cfg.levels[cfg.levels.length - 1];
+  await checkpoint(ctx.dbUrl);
+  const h = await cannonMeasured(ctx, { connections: c, perClient: (i) => putClient(ctx, i, c), warmup: cfg.warmup, duration: cfg.duration });
+  const r = row('put (HTTP reference for MCP/gRPC)', 'http', c, h.run, h.probe);
+  say(`  put@${c} over HTTP again: ${r.rps} req/s (p50 ${r.p50} ms, p99 ${r.p99} ms)`);
+  return [r];
 }
 
 /**
@@ -197,7 +222,33 @@ export async function halfPeakScenario(ctx, peakRps) {
   const p = probe.stop();
   const r = row('put p99 at 50% of peak', 'http open loop', sockets, run, p, { target_rate: rate, peak_rps: peakRps });
   say(`  put at ${rate} req/s (50% of ${peakRps}): achieved ${r.rps}, p50 ${r.p50} ms, p99 ${r.p99} ms`);
-  return [r];
+
+  // The same offered rate straight to PostgreSQL: how much of the tail is the database's.
+  await checkpoint(ctx.dbUrl);
+  let m = 0;
+  const rawBusy = new Set();
+  const raw = await rawOpenLoop({
+    url: ctx.dbUrl,
+    clients: sockets,
+    warmup: cfg.warmup,
+    duration: cfg.duration,
+    rate,
+    probe: new Probe({ ...ctx.probeEnv, sampler: null, gcEvents: null }),
+    op: async (conn) => {
+      let idx = randInt(cfg.sizes.put);
+      for (let tries = 0; rawBusy.has(idx) && tries < 20; tries++) idx = randInt(cfg.sizes.put);
+      if (rawBusy.has(idx)) return false;
+      rawBusy.add(idx);
+      try {
+        return await rawPut(conn, idx, versions, 'apikey:bench-0', { n: ++m, c: 'open-loop' });
+      } finally {
+        rawBusy.delete(idx);
+      }
+    },
+  });
+  const rr = row('put p99 at 50% of peak', 'raw open loop', sockets, raw, raw.probe, { target_rate: rate, peak_rps: peakRps });
+  say(`  raw SQL put at ${rate} tx/s: achieved ${rr.rps}, p50 ${rr.p50} ms, p99 ${rr.p99} ms`);
+  return [r, rr];
 }
 
 // ---- get ----------------------------------------------------------------------------------
@@ -226,7 +277,7 @@ export async function getScenario(ctx) {
       clients: c,
       warmup: cfg.warmup,
       duration: cfg.duration,
-      probe: new Probe({ ...ctx.probeEnv, sampler: null }),
+      probe: new Probe({ ...ctx.probeEnv, sampler: null, gcEvents: null }),
       op: async (conn) => (await rawGet(conn, `r-${randInt(cfg.sizes.put)}`, names)) === 8,
     });
     const raw = row('get', 'raw', c, r, r.probe);

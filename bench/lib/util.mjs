@@ -131,13 +131,13 @@ export function rssMb(pid) {
   }
 }
 
-/** Machine-wide CPU seconds so far (all cores): busy (user..steal, without idle/iowait) and steal. */
+/** Machine-wide CPU seconds so far (all cores): busy (user..steal, without idle/iowait), irq+softirq, steal. */
 export function machineCpu() {
   try {
     const line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
     const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
-    return { busy: (user + nice + system + irq + softirq + steal) / clkTck, steal: steal / clkTck };
+    return { busy: (user + nice + system + irq + softirq + steal) / clkTck, irq: (irq + softirq) / clkTck, steal: steal / clkTck };
   } catch {
-    return { busy: 0, steal: 0 };
+    return { busy: 0, irq: 0, steal: 0 };
   }
 }
