@@ -17,6 +17,7 @@
  *        --profile           run the gateway under --cpu-prof and summarise the hottest frames
  *        --trace-gc          run the gateway under --trace-gc; each row gets its GC pauses
  *        --auto-explain MS   (embedded PostgreSQL) log plans of statements slower than MS ms
+ *        --gateway-nice=N    renice the gateway process (e.g. =-10) to see how much CPU scheduling matters
  *        --out DIR           where the JSON goes (default bench/results)
  */
 import { createHash } from 'node:crypto';
@@ -112,6 +113,7 @@ async function main() {
       profile: { type: 'boolean' },
       'trace-gc': { type: 'boolean' },
       'auto-explain': { type: 'string' },
+      'gateway-nice': { type: 'string' },
       out: { type: 'string' },
     },
     strict: true,
@@ -190,6 +192,7 @@ async function main() {
       grpc: wantGrpc,
       profileDir,
       traceGc: values['trace-gc'],
+      nice: values['gateway-nice'],
     });
     cleanups.push(() => gw.stop());
     say(`gateway pid ${gw.pid} at ${gw.url}${gw.grpcPort ? ` (gRPC :${gw.grpcPort})` : ''}`);
@@ -307,6 +310,7 @@ async function main() {
       build,
       buildAfter,
       schema,
+      gatewayNice: values['gateway-nice'] ?? null,
       version: JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version,
       durationsText: `${cfg.warmup} s warm-up + ${cfg.duration} s measured per run (${cfg.readDuration} s for query/history)`,
     };

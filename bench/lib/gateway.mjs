@@ -2,7 +2,7 @@
  * The gateway under test: `node bin/kslate.js serve` as a child process, with a class manifest
  * directory and a key file written to a temp dir, plus an RSS sampler (VmRSS every 200 ms).
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -123,6 +123,14 @@ export async function startGateway(opts) {
     setTimeout(() => reject(new Error(`kslate serve did not log "listening" within 60 s:\n${tail.join('\n')}`)), 60_000).unref();
   });
   await listening;
+  if (opts.nice !== undefined) {
+    // Diagnostic: the gateway is one thread among dozens of PostgreSQL backends on 2 cores.
+    try {
+      execFileSync('renice', ['-n', String(opts.nice), '-p', String(child.pid)]);
+    } catch (e) {
+      throw new Error(`renice ${opts.nice} failed (needs root for negative values): ${e.message}`);
+    }
+  }
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);

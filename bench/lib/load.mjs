@@ -121,10 +121,29 @@ export function cannon({ url, connections, duration, perClient, timeout = 10 }) 
  * `sockets` keep-alive connections, and its latency counts from when it was due (so a
  * stall shows as latency instead of as fewer requests: no coordinated omission).
  * `next()` returns { method, path, headers, body, done(status, text) } or null (skip).
+ * `agent` (node:http, keep-alive) is the caller's, so the warm-up's sockets stay open for
+ * the measured run: otherwise its first requests would pay for opening connections.
  */
-export function openLoop({ host, port, rate, duration, sockets, next }) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
+/** Requests over 25 ms grouped into bursts (due less than 250 ms apart): when, how many, worst. */
+function clusters(slow) {
+  slow.sort((a, b) => a[0] - b[0]);
+  const out = [];
+  for (const [at, ms] of slow) {
+    const last = out[out.length - 1];
+    if (last && at - last.last_s < 0.25) {
+      last.n++;
+      last.max_ms = Math.max(last.max_ms, Math.round(ms));
+      last.last_s = at;
+    } else out.push({ at_s: Math.round(at * 100) / 100, last_s: at, n: 1, max_ms: Math.round(ms) });
+  }
+  return out.map(({ last_s, ...c }) => c).sort((a, b) => b.n - a.n).slice(0, 8);
+}
+
+export const keepAliveAgent = (sockets) => new http.Agent({ keepAlive: true, maxSockets: sockets });
+
+export function openLoop({ host, port, rate, duration, agent, next }) {
   const lat = new Latencies();
+  const slow = []; // [due s, latency ms] of requests over 25 ms, to tell one stall from many
   const codes = {};
   const total = Math.max(1, Math.floor(rate * duration));
   const interval = 1000 / rate;
@@ -137,7 +156,6 @@ export function openLoop({ host, port, rate, duration, sockets, next }) {
     const start = performance.now();
     const finish = () => {
       if (sent < total || done < sent) return;
-      agent.destroy();
       resolve({
         seconds: (performance.now() - start) / 1000,
         responses: done - errors - skipped,
@@ -147,6 +165,7 @@ export function openLoop({ host, port, rate, duration, sockets, next }) {
         skipped,
         target_rate: rate,
         latency: lat.summary(),
+        slow_clusters: clusters(slow),
       });
     };
     const fire = (due) => {
@@ -160,7 +179,9 @@ export function openLoop({ host, port, rate, duration, sockets, next }) {
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
         res.on('end', () => {
-          lat.push(performance.now() - due);
+          const ms = performance.now() - due;
+          lat.push(ms);
+          if (ms > 25) slow.push([(due - start) / 1000, ms]);
           codes[res.statusCode] = (codes[res.statusCode] ?? 0) + 1;
           if (res.statusCode >= 200 && res.statusCode < 300) ok++;
           r.done(res.statusCode, Buffer.concat(chunks).toString());

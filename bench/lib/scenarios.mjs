@@ -5,7 +5,7 @@
 import { CLASS, FIELDS, HIST_RID, HOT, QCLASS, TEAMS, checkpoint } from './db.mjs';
 import { authOf } from './gateway.mjs';
 import { Latencies, ownedIndex, randInt, round } from './util.mjs';
-import { Probe, cannon, openLoop } from './load.mjs';
+import { Probe, cannon, keepAliveAgent, openLoop } from './load.mjs';
 import { rawGet, rawOpenLoop, rawPut, rawRun } from './raw.mjs';
 
 const JSON_HEADERS = (i, k) => ({ authorization: authOf(i % k), 'content-type': 'application/json' });
@@ -213,15 +213,24 @@ export async function halfPeakScenario(ctx, peakRps) {
       },
     };
   };
-  const opts = { host: u.hostname, port: Number(u.port), rate, sockets, next };
+  const agent = keepAliveAgent(sockets);
+  const opts = { host: u.hostname, port: Number(u.port), rate, agent, next };
   await checkpoint(ctx.dbUrl);
-  if (cfg.warmup > 0) await openLoop({ ...opts, duration: cfg.warmup });
+  await openLoop({ ...opts, duration: Math.max(cfg.warmup, 0.5) });
   const probe = new Probe(ctx.probeEnv);
   probe.start();
   const run = await openLoop({ ...opts, duration: cfg.duration });
   const p = probe.stop();
-  const r = row('put p99 at 50% of peak', 'http open loop', sockets, run, p, { target_rate: rate, peak_rps: peakRps });
+  agent.destroy();
+  const r = row('put p99 at 50% of peak', 'http open loop', sockets, run, p, {
+    target_rate: rate,
+    peak_rps: peakRps,
+    slow_clusters: run.slow_clusters,
+  });
   say(`  put at ${rate} req/s (50% of ${peakRps}): achieved ${r.rps}, p50 ${r.p50} ms, p99 ${r.p99} ms`);
+  if (run.slow_clusters.length > 0) {
+    say(`    requests over 25 ms came in bursts: ${run.slow_clusters.map((c) => `${c.n} at ${c.at_s} s (worst ${c.max_ms} ms)`).join(', ')}`);
+  }
 
   // The same offered rate straight to PostgreSQL: how much of the tail is the database's.
   await checkpoint(ctx.dbUrl);
