@@ -11,6 +11,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshDatabase, type TestDb } from '../setup/db.js';
+import { distIsFresh } from '../setup/build.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -48,25 +49,6 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-/** True when every .ts under the built folders has a dist/ .js at least as new. */
-function distIsFresh(): boolean {
-  for (const top of ['handlers', 'runtime', 'db', 'worker']) {
-    const stack = [join(ROOT, top)];
-    while (stack.length > 0) {
-      const d = stack.pop()!;
-      if (!existsSync(d)) continue;
-      for (const e of readdirSync(d, { withFileTypes: true })) {
-        const p = join(d, e.name);
-        if (e.isDirectory()) stack.push(p);
-        else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) {
-          const out = join(ROOT, 'dist', relative(ROOT, p)).replace(/\.ts$/, '.js');
-          if (!existsSync(out) || statSync(out).mtimeMs < statSync(p).mtimeMs) return false;
-        }
-      }
-    }
-  }
-  return true;
-}
 
 let db: TestDb | undefined;
 let out: string | undefined;

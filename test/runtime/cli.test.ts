@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 import { manifestsYaml, type ClassInput } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
+import { distIsFresh } from '../setup/build.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = join(ROOT, 'bin', 'kslate.js');
@@ -133,25 +134,6 @@ async function getJson(url: string, headers: Record<string, string> = {}): Promi
   return { status: res.status, body };
 }
 
-/** True when every .ts under the built folders has a dist/ .js at least as new. */
-function distIsFresh(): boolean {
-  for (const top of ['handlers', 'runtime', 'db', 'worker']) {
-    const stack = [join(ROOT, top)];
-    while (stack.length > 0) {
-      const d = stack.pop()!;
-      if (!existsSync(d)) continue;
-      for (const e of readdirSync(d, { withFileTypes: true })) {
-        const p = join(d, e.name);
-        if (e.isDirectory()) stack.push(p);
-        else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) {
-          const out = join(ROOT, 'dist', relative(ROOT, p)).replace(/\.ts$/, '.js');
-          if (!existsSync(out) || statSync(out).mtimeMs < statSync(p).mtimeMs) return false;
-        }
-      }
-    }
-  }
-  return true;
-}
 
 let work: string;
 let classesDir: string;
