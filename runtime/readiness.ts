@@ -18,6 +18,11 @@ export class Readiness {
   ) {}
 
   async check(): Promise<{ ready: true } | { ready: false; message: string }> {
+    // Not ready until a re-apply has finished with its follow-up (class reconcile): the
+    // schema alone, with an empty class table, would answer NOT_FOUND to every record.
+    if (this.applying) {
+      return { ready: false, message: `The database schema (version ${SCHEMA_VERSION}) is being applied; retry shortly.` };
+    }
     try {
       const v = await schemaVersion(this.pool);
       if (v !== null && v >= SCHEMA_VERSION) return { ready: true };

