@@ -40,8 +40,26 @@ export interface FieldRow {
   /** Task fields: an owner whose lease has not expired by the database clock. */
   lease_held: boolean;
   lease_lapsed: boolean;
-  /** Append fields only, newest last; capped by the read's entriesLimit. */
+  /** Append fields only, newest last; capped by the read's entriesLimit and byte budget. */
   entries?: EntryRow[];
+  /** Append fields of a get: older entries the read wanted were left out by the byte budget. */
+  entries_more?: boolean;
+  /** Size of the row for byte budgets (value, evidence, premises, invocation, overhead). */
+  bytes?: number;
+  /** A get's byte budget ran out before this field: its value was not read. */
+  omitted?: boolean;
+}
+
+/** A get: which fields, how many entries, and the byte budget of the response. */
+export interface ReadRecordOptions {
+  /** Field names (null = every written field). */
+  fields: string[] | null;
+  /** Newest entries per append field (null = as many as the budget allows). */
+  entriesLimit: number | null;
+  /** Only entries with seq below this (a continuation), or null. */
+  entriesBeforeSeq: number | null;
+  /** Fields (in name order) then entries are kept while their running size stays within this; the first of each always. */
+  maxBytes: number;
 }
 
 export interface RecordRow {
@@ -171,18 +189,18 @@ export interface ClassUpsert {
 }
 
 export interface Db {
-  /** Read a record with the named fields (null = all written fields). */
-  readRecord(
-    cls: string,
-    rid: string,
-    opts: { fields: string[] | null; entriesLimit: number | null },
-  ): Promise<RecordRow | null>;
-  /** History newest first, restricted to `fields` (null = all), rows with seq < beforeSeq. */
+  /** Read a record with the named fields, bounded by `maxBytes` (see ReadRecordOptions). */
+  readRecord(cls: string, rid: string, opts: ReadRecordOptions): Promise<RecordRow | null>;
+  /**
+   * History newest first, restricted to `fields` (null = all), rows with seq < beforeSeq: at
+   * most `limit` rows, fewer when their running size passes `maxBytes` (the first row always).
+   * `more` is true when older rows remain.
+   */
   readHistory(
     cls: string,
     rid: string,
-    opts: { fields: string[] | null; beforeSeq: number | null; limit: number },
-  ): Promise<HistoryRow[]>;
+    opts: { fields: string[] | null; beforeSeq: number | null; limit: number; maxBytes: number },
+  ): Promise<{ rows: HistoryRow[]; more: boolean }>;
   /** True when the record exists or any history row names it. */
   recordOrHistoryExists(cls: string, rid: string): Promise<boolean>;
   /** A rejection decided before the write transaction (scope, identity): one statement. */
@@ -204,8 +222,16 @@ export interface Db {
     rid: string,
     role: string,
   ): Promise<{ record_version: number; checkpoint: CheckpointRow | null; fields: FieldRow[] } | null>;
-  /** Records of a class matching every filter, by creation (id) after `afterId`. */
-  queryRecords(cls: string, filters: QueryFilter[], opts: { afterId: number; limit: number; fields: string[] }): Promise<QueryRow[]>;
+  /**
+   * Records of a class matching every filter, by creation (id) after `afterId`: at most
+   * `limit`, fewer when their running size passes `maxBytes` (the first always). `more` is
+   * true when further matches remain.
+   */
+  queryRecords(
+    cls: string,
+    filters: QueryFilter[],
+    opts: { afterId: number; limit: number; fields: string[]; maxBytes: number },
+  ): Promise<{ rows: QueryRow[]; more: boolean }>;
   /**
    * Use a scope as `author`: returns the scope's owner, which is `author` unless another
    * identity used it within `windowSeconds` (then that identity, unchanged).

@@ -6,8 +6,8 @@
 import { SvcError } from './errors.js';
 
 export interface CursorPayload {
-  /** What the cursor continues: `before` (history) or `after` (query). */
-  t: 'before' | 'after';
+  /** What the cursor continues: `before` (history), `after` (query) or `entries` (a get's append field). */
+  t: 'before' | 'after' | 'entries';
   /** What it is bound to (class/record, filters), so it cannot be replayed elsewhere. */
   b: string;
   /** Position: the last seq or record id returned. */
@@ -54,8 +54,10 @@ export async function decodeCursor(
   expect: { t: CursorPayload['t']; b: string },
   where: Record<string, unknown>,
 ): Promise<number> {
+  const param = { before: 'before', after: 'after', entries: 'entries_before' }[expect.t];
+  const source = { before: 'next_before', after: 'next_after', entries: 'next_entries_before' }[expect.t];
   const bad = () =>
-    new SvcError('MALFORMED', `The \`${expect.t}\` cursor was not issued by this service for this request; send the ${expect.t === 'before' ? 'next_before' : 'next_after'} value from a previous response.`, where);
+    new SvcError('MALFORMED', `The \`${param}\` cursor was not issued by this service for this request; send the ${source} value from a previous response.`, where);
   const parts = cursor.split('.');
   if (parts.length !== 2 || cursor.length > 2048) throw bad();
   let body: Uint8Array<ArrayBuffer>;

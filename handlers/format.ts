@@ -44,3 +44,10 @@ export async function sha256Hex(s: string): Promise<string> {
 }
 
 export const KIB = 1024;
+export const MIB = 1024 * KIB;
+
+/**
+ * Every read response stops at about this many bytes (history, query, get's fields and
+ * entries) and says how to continue; a single row larger than this still comes alone.
+ */
+export const MAX_RESPONSE_BYTES = 16 * MIB;

@@ -1,10 +1,13 @@
-/** get: GET /v1/records/{class}/{id}?fields=a,b&entries_limit=N */
+/** get: GET /v1/records/{class}/{id}?fields=a,b&entries_limit=N&entries_before=<cursor> */
 import type { Ctx } from './context.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
 import { SvcError } from './errors.js';
-import { formatTime } from './format.js';
+import { formatTime, MAX_RESPONSE_BYTES } from './format.js';
 import { recordReads } from './inference.js';
+import { parseCount } from './limits.js';
 import {
   authorize,
+  canRead,
   checkRecordId,
   checkScopeOwner,
   readableFields,
@@ -20,6 +23,8 @@ export interface GetInput {
   /** Comma-separated field names (HTTP) or a list (MCP, gRPC). */
   fields?: string | string[];
   entries_limit?: string | number;
+  /** Continue one append field's entries: a `next_entries_before` of an earlier get. */
+  entries_before?: string;
 }
 
 export const MAX_ENTRIES_LIMIT = 100_000;
@@ -42,19 +47,51 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
 
   await checkScopeOwner(ctx, access, null); // 10
 
-  let entriesLimit: number | null = null;
-  if (input.entries_limit !== undefined) {
-    const n = typeof input.entries_limit === 'number' ? input.entries_limit : Number(input.entries_limit);
-    if (!Number.isInteger(n) || n < 0 || n > MAX_ENTRIES_LIMIT || String(input.entries_limit).trim() === '') {
-      throw new SvcError('MALFORMED', `entries_limit must be an integer from 0 to ${MAX_ENTRIES_LIMIT}.`, where);
+  const entriesLimit =
+    input.entries_limit === undefined ? null : parseCount('entries_limit', input.entries_limit, 0, MAX_ENTRIES_LIMIT, where);
+
+  // Entries past the byte budget are continued one append field at a time.
+  const key = await ctx.cursorKey();
+  const binding = (field: string) => `${input.class}/${input.id}#${field}`;
+  let entriesBeforeSeq: number | null = null;
+  if (input.entries_before !== undefined) {
+    const only = input.fields !== undefined && names.length === 1 ? names[0] : null;
+    if (only === null || access.cls.fields.get(only)?.kind !== 'append') {
+      throw new SvcError(
+        'MALFORMED',
+        '`entries_before` continues the entries of one append field: send it with `fields=<that field>` and the next_entries_before value of that field.',
+        where,
+      );
     }
-    entriesLimit = n;
+    entriesBeforeSeq = await decodeCursor(key, input.entries_before, { t: 'entries', b: binding(only) }, where);
   }
 
-  const row = await ctx.db.readRecord(input.class, input.id, { fields: names, entriesLimit });
+  const row = await ctx.db.readRecord(input.class, input.id, {
+    fields: names,
+    entriesLimit,
+    entriesBeforeSeq,
+    maxBytes: MAX_RESPONSE_BYTES,
+  });
   if (!row) throw new SvcError('NOT_FOUND', `Record ${access.record} does not exist.`, where);
   const fields: Record<string, unknown> = {};
-  for (const f of row.fields) fields[f.name] = renderField(f, formatTime);
-  await recordReads(ctx, input.class, row.fields.map((f) => ({ rid: input.id, field: f.name, version: f.version })));
-  return { status: 200, body: { record: access.record, record_version: row.record_version, fields } };
+  const omitted: string[] = [];
+  const readable = (f: string) => canRead(access, f);
+  for (const f of row.fields) {
+    if (f.omitted) {
+      omitted.push(f.name);
+      continue;
+    }
+    const out = renderField(f, formatTime, readable);
+    if (f.entries_more) {
+      // Older entries did not fit: continue from the oldest one returned (or from where this read began).
+      const oldest = f.entries && f.entries.length > 0 ? f.entries[0].seq : (entriesBeforeSeq ?? f.version + 1);
+      out.next_entries_before = await encodeCursor(key, { t: 'entries', b: binding(f.name), p: oldest });
+    }
+    fields[f.name] = out;
+  }
+  const shown = row.fields.filter((f) => !f.omitted);
+  await recordReads(ctx, input.class, shown.map((f) => ({ rid: input.id, field: f.name, version: f.version })));
+  const body: Record<string, unknown> = { record: access.record, record_version: row.record_version, fields };
+  if (omitted.length > 0) body.omitted_fields = omitted;
+  return { status: 200, body };
 }

@@ -3,8 +3,9 @@ import type { HistoryRow } from '../db/port.js';
 import type { Ctx } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { SvcError } from './errors.js';
-import { formatTime } from './format.js';
-import { authorize, checkRecordId, checkScopeOwner, readableFields, requireReadable, resolveField, type Outcome } from './pipeline.js';
+import { parseCount } from './limits.js';
+import { formatTime, MAX_RESPONSE_BYTES } from './format.js';
+import { authorize, canRead, checkRecordId, checkScopeOwner, readableFields, requireReadable, resolveField, visiblePremises, type Outcome } from './pipeline.js';
 
 export interface HistoryInput {
   class: string;
@@ -41,17 +42,18 @@ export async function history(ctx: Ctx, input: HistoryInput): Promise<Outcome> {
     input.before === undefined ? null : await decodeCursor(key, input.before, { t: 'before', b: binding }, where);
 
   const allReadable = input.field === undefined && fields.length === access.cls.fields.size;
-  const rows = await ctx.db.readHistory(input.class, input.id, {
+  // A page stops at `limit` rows or MAX_RESPONSE_BYTES, whichever comes first.
+  const { rows: page, more } = await ctx.db.readHistory(input.class, input.id, {
     fields: allReadable ? null : fields,
     beforeSeq,
-    limit: limit + 1,
+    limit,
+    maxBytes: MAX_RESPONSE_BYTES,
   });
-  if (rows.length === 0 && beforeSeq === null && !(await ctx.db.recordOrHistoryExists(input.class, input.id))) {
+  if (page.length === 0 && beforeSeq === null && !(await ctx.db.recordOrHistoryExists(input.class, input.id))) {
     throw new SvcError('NOT_FOUND', `Record ${access.record} does not exist and has no history.`, where);
   }
-  const page = rows.slice(0, limit);
-  const body: Record<string, unknown> = { record: access.record, history: page.map(renderHistoryRow) };
-  if (rows.length > limit) {
+  const body: Record<string, unknown> = { record: access.record, history: page.map((r) => renderHistoryRow(r, (f) => canRead(access, f))) };
+  if (more && page.length > 0) {
     body.next_before = await encodeCursor(key, { t: 'before', b: binding, p: page[page.length - 1].seq });
   }
   return { status: 200, body };
@@ -63,15 +65,10 @@ export function parseLimit(
   max: number,
   where: Record<string, unknown>,
 ): number {
-  if (raw === undefined) return dflt;
-  const n = typeof raw === 'number' ? raw : String(raw).trim() === '' ? NaN : Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > max) {
-    throw new SvcError('MALFORMED', `limit must be an integer from 1 to ${max}.`, where);
-  }
-  return n;
+  return raw === undefined ? dflt : parseCount('limit', raw, 1, max, where);
 }
 
-function renderHistoryRow(r: HistoryRow): Record<string, unknown> {
+function renderHistoryRow(r: HistoryRow, readable: (field: string) => boolean): Record<string, unknown> {
   const out: Record<string, unknown> = { seq: r.seq, field: r.field, op: r.op };
   if (r.version !== null) out.version = r.version;
   if (r.record_version !== null) out.record_version = r.record_version;
@@ -86,7 +83,8 @@ function renderHistoryRow(r: HistoryRow): Record<string, unknown> {
   if (r.identity_strength !== null) out.identity_strength = r.identity_strength;
   if (r.evidence !== null) out.evidence = r.evidence;
   if (r.expected_version !== null) out.expected_version = r.expected_version;
-  if (r.based_on !== null) out.based_on = r.based_on;
+  const basedOn = visiblePremises(r.based_on, readable);
+  if (basedOn !== null) out.based_on = basedOn;
   if (r.invocation !== null) out.invocation = r.invocation;
   out.outcome = r.outcome;
   out.created_at = formatTime(r.created_at);

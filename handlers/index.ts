@@ -83,6 +83,7 @@ export const operations = {
       id: params.id,
       fields: query.fields,
       entries_limit: query.entries_limit,
+      entries_before: query.entries_before,
     }),
   }),
   query: op<QueryInput>({

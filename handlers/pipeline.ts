@@ -401,21 +401,38 @@ export async function historyRow(
   };
 }
 
-/** The wire shape of a field value (get, query). */
-export function renderField(f: FieldRow, fmt: (d: Date) => string): Record<string, unknown> {
+/**
+ * Premises as a caller may see them: those naming fields its role may not read are left out
+ * (their versions are metadata of fields it cannot see). A list that had only such premises
+ * is left out whole; an empty list (declared: rests on nothing) stays.
+ */
+export function visiblePremises(
+  list: StoredPremise[] | null,
+  readable: (field: string) => boolean,
+): StoredPremise[] | null {
+  if (!list || list.length === 0) return list;
+  const seen = list.filter((p) => readable(p.field));
+  return seen.length === list.length ? list : seen.length > 0 ? seen : null;
+}
+
+/** The wire shape of a field value (get, query); premises only on fields `readable` allows. */
+export function renderField(f: FieldRow, fmt: (d: Date) => string, readable: (field: string) => boolean): Record<string, unknown> {
   if (f.kind === 'append') {
     return {
       version: f.version,
-      entries: (f.entries ?? []).map((e) => ({
-        seq: e.seq,
-        value: e.value,
-        author: e.author,
-        ...(e.identity_strength ? { identity_strength: e.identity_strength } : {}),
-        ...(e.evidence !== null ? { evidence: e.evidence } : {}),
-        updated_at: fmt(e.created_at),
-        ...(e.based_on ? { based_on: e.based_on } : {}),
-        ...(e.invocation ? { invocation: e.invocation } : {}),
-      })),
+      entries: (f.entries ?? []).map((e) => {
+        const basedOn = visiblePremises(e.based_on, readable);
+        return {
+          seq: e.seq,
+          value: e.value,
+          author: e.author,
+          ...(e.identity_strength ? { identity_strength: e.identity_strength } : {}),
+          ...(e.evidence !== null ? { evidence: e.evidence } : {}),
+          updated_at: fmt(e.created_at),
+          ...(basedOn ? { based_on: basedOn } : {}),
+          ...(e.invocation ? { invocation: e.invocation } : {}),
+        };
+      }),
     };
   }
   const out: Record<string, unknown> = {};
@@ -424,7 +441,8 @@ export function renderField(f: FieldRow, fmt: (d: Date) => string): Record<strin
   if (f.author) out.author = f.author;
   if (f.identity_strength) out.identity_strength = f.identity_strength;
   if (f.evidence !== null) out.evidence = f.evidence;
-  if (f.based_on) out.based_on = f.based_on;
+  const basedOn = visiblePremises(f.based_on, readable);
+  if (basedOn) out.based_on = basedOn;
   if (f.invocation) out.invocation = f.invocation;
   out.updated_at = fmt(f.updated_at);
   if (f.kind === 'task' && f.owner && f.lease_held) {

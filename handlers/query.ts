@@ -7,9 +7,9 @@ import type { Ctx } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { SvcError } from './errors.js';
 import { textProblem } from './body.js';
-import { canonicalJson, formatTime } from './format.js';
+import { canonicalJson, formatTime, MAX_RESPONSE_BYTES } from './format.js';
 import { parseLimit } from './history.js';
-import { authorize, checkScopeOwner, readableFields, renderField, requireReadable, resolveField, type Outcome } from './pipeline.js';
+import { authorize, canRead, checkScopeOwner, readableFields, renderField, requireReadable, resolveField, type Outcome } from './pipeline.js';
 import { recordReads } from './inference.js';
 import { valueProblem } from './values.js';
 
@@ -65,19 +65,19 @@ export async function query(ctx: Ctx, input: QueryInput): Promise<Outcome> {
   const afterId = input.after === undefined ? 0 : await decodeCursor(key, input.after, { t: 'after', b: binding }, where);
 
   const shown = readableFields(access);
-  const page = filters.some((f) => f.values && f.values.length === 0)
-    ? []
-    : await ctx.db.queryRecords(input.class, filters, { afterId, limit: limit + 1, fields: shown });
-  const rows = page.slice(0, limit);
+  // A page stops at `limit` records or MAX_RESPONSE_BYTES, whichever comes first.
+  const { rows, more } = filters.some((f) => f.values && f.values.length === 0)
+    ? { rows: [], more: false }
+    : await ctx.db.queryRecords(input.class, filters, { afterId, limit, fields: shown, maxBytes: MAX_RESPONSE_BYTES });
   const body: Record<string, unknown> = {
     class: input.class,
     records: rows.map((r) => {
       const fields: Record<string, unknown> = {};
-      for (const f of r.fields) fields[f.name] = renderField(f, formatTime);
+      for (const f of r.fields) fields[f.name] = renderField(f, formatTime, (p) => canRead(access, p));
       return { record: `${input.class}/${r.rid}`, record_version: r.record_version, fields };
     }),
   };
-  if (page.length > limit) body.next_after = await encodeCursor(key, { t: 'after', b: binding, p: rows[rows.length - 1].id });
+  if (more && rows.length > 0) body.next_after = await encodeCursor(key, { t: 'after', b: binding, p: rows[rows.length - 1].id });
   await recordReads(
     ctx,
     input.class,

@@ -9,6 +9,7 @@ import type {
   CheckpointRow,
   QueryFilter,
   QueryRow,
+  ReadRecordOptions,
   ClassRow,
   ClassUpsert,
   Db,
@@ -71,13 +72,31 @@ function mapField(r: Record<string, unknown>): FieldRow {
     lease_expires_at: (r.lease_expires_at as Date) ?? null,
     lease_held: Boolean(r.lease_held),
     lease_lapsed: Boolean(r.lease_lapsed),
+    ...(r.sz !== undefined ? { bytes: Number(r.sz) } : {}),
+    ...(r.omitted ? { omitted: true } : {}),
   };
 }
 
-const FIELD_COLUMNS = sql.raw(
-  `f.name, f.kind, f.value, f.version, f.record_version, f.author, f.identity_strength, f.evidence,
+/** The columns mapField reads; `value` is an expression so a budgeted read can leave it out. */
+function fieldColumns(value: ReturnType<typeof sql> = sql`f.value`) {
+  return sql`f.name, f.kind, ${value} as value, f.version, f.record_version, f.author, f.identity_strength, f.evidence,
    f.based_on, f.invocation, f.updated_at, f.owner, f.lease_expires_at, f.lease_lapsed,
-   (f.owner is not null and f.lease_expires_at > now()) as lease_held`,
+   (f.owner is not null and f.lease_expires_at > now()) as lease_held`;
+}
+const FIELD_COLUMNS = fieldColumns();
+
+/** What a rendered row costs beyond its texts (keys, author, timestamps): a byte budget also bounds row counts. */
+export const ROW_OVERHEAD_BYTES = 256;
+
+// A row's size for byte budgets: `bytes` (migration 0003), or measured for older rows.
+const HISTORY_BYTES = sql.raw(
+  `coalesce(bytes, coalesce(octet_length(value::text), 0) + coalesce(octet_length(evidence), 0)) + ${ROW_OVERHEAD_BYTES}`,
+);
+const FIELD_BYTES = sql.raw(
+  `coalesce(f.bytes, coalesce(octet_length(f.value::text), 0) + coalesce(octet_length(f.evidence), 0)) + ${ROW_OVERHEAD_BYTES}`,
+);
+const ENTRY_BYTES = sql.raw(
+  `coalesce(e.bytes, coalesce(octet_length(e.value::text), 0) + coalesce(octet_length(e.evidence), 0)) + ${ROW_OVERHEAD_BYTES}`,
 );
 
 export class PgDb implements Db {
@@ -99,7 +118,7 @@ export class PgDb implements Db {
     }
   }
 
-  readRecord(cls: string, rid: string, opts: { fields: string[] | null; entriesLimit: number | null }) {
+  readRecord(cls: string, rid: string, opts: ReadRecordOptions) {
     return this.guard(async () => {
       const rec = await sql<Record<string, unknown>>`
         select id, record_version, created_at from records where class = ${cls} and rid = ${rid}`.execute(this.kysely);
@@ -107,15 +126,35 @@ export class PgDb implements Db {
       if (!r) return null;
       const id = Number(r.id);
       const names = opts.fields;
+      // Fields in name order while their running size stays within maxBytes (the first
+      // always); a field past the budget comes back `omitted`, without its value.
       const fieldRows = await sql<Record<string, unknown>>`
-        select ${FIELD_COLUMNS} from fields f
-        where f.record_id = ${id} ${names ? sql`and f.name = any(${names}::text[])` : sql``}
+        select ${fieldColumns(sql`case when c.keep then f.value end`)}, c.sz, not c.keep as omitted
+        from (
+          select s.name, s.sz, (sum(s.sz) over w <= ${opts.maxBytes} or row_number() over w = 1) as keep
+          from (select f.name, ${FIELD_BYTES} as sz from fields f
+                where f.record_id = ${id} ${names ? sql`and f.name = any(${names}::text[])` : sql``}) s
+          window w as (order by s.name)) c
+        join fields f on f.record_id = ${id} and f.name = c.name
         order by f.name`.execute(this.kysely);
       const fields = fieldRows.rows.map(mapField);
-      const appendNames = fields.filter((f) => f.kind === 'append').map((f) => f.name);
-      if (appendNames.length > 0) {
-        const entries = await this.readEntries(id, appendNames, opts.entriesLimit);
-        for (const f of fields) if (f.kind === 'append') f.entries = entries.get(f.name) ?? [];
+      let spent = 0;
+      for (const f of fields) if (!f.omitted) spent += f.bytes ?? 0;
+      const appendFields = fields.filter((f) => f.kind === 'append' && !f.omitted);
+      if (appendFields.length > 0) {
+        const entries = await readEntries(this.kysely, id, appendFields.map((f) => f.name), {
+          limit: opts.entriesLimit,
+          beforeSeq: opts.entriesBeforeSeq,
+          maxBytes: Math.max(0, opts.maxBytes - spent),
+        });
+        for (const f of appendFields) {
+          const list = entries.get(f.name) ?? [];
+          f.entries = list;
+          // Seqs run 1..version without gaps, so what the read could have returned is known.
+          const below = opts.entriesBeforeSeq === null ? f.version : Math.min(f.version, opts.entriesBeforeSeq - 1);
+          const wanted = opts.entriesLimit === null ? below : Math.min(opts.entriesLimit, below);
+          f.entries_more = list.length < wanted;
+        }
       }
       const out: RecordRow = {
         id,
@@ -129,33 +168,36 @@ export class PgDb implements Db {
     });
   }
 
-  /** Newest `limit` entries per append field (all when null), returned oldest first. */
-  private async readEntries(recordId: number, names: string[], limit: number | null) {
-    const byKey = await readEntries(this.kysely, [recordId], names, limit);
-    return new Map([...byKey].map(([k, v]) => [k.slice(k.indexOf(':') + 1), v]));
-  }
-
-  readHistory(cls: string, rid: string, opts: { fields: string[] | null; beforeSeq: number | null; limit: number }) {
+  readHistory(cls: string, rid: string, opts: { fields: string[] | null; beforeSeq: number | null; limit: number; maxBytes: number }) {
     return this.guard(async () => {
-      const { fields, beforeSeq, limit } = opts;
+      const { fields, beforeSeq, limit, maxBytes } = opts;
       // One field uses history_record_field; otherwise history_record, filtering rows.
-      // The page comes back as ONE json text (an array of row arrays) parsed once: building
-      // 1,000 row objects in the driver (and parsing 1,000 timestamps) cost ~3x the CPU.
-      const res = await sql<{ rows: string }>`
-        select coalesce(json_agg(json_build_array(
-                 id, field, op, version, record_version, value, value_size, value_sha256, author,
-                 identity_strength, evidence, expected_version, based_on, invocation, outcome,
-                 (extract(epoch from created_at) * 1000)::bigint) order by id desc), '[]')::text as rows
-        from (
-          select * from history
+      // `page` takes ids and sizes only (limit + 1 to see whether more remain); `cut` keeps
+      // the newest rows whose running size stays within maxBytes (the first row always, so
+      // a page always advances); only those rows' values are read. The page comes back as
+      // ONE json text (an array of row arrays) parsed once: building 1,000 row objects in
+      // the driver (and parsing 1,000 timestamps) cost ~3x the CPU.
+      const res = await sql<{ rows: string; n: number }>`
+        with page as (
+          select id, ${HISTORY_BYTES} as sz from history
           where class = ${cls} and rid = ${rid}
             ${fields && fields.length === 1 ? sql`and field = ${fields[0]}` : sql``}
             ${fields && fields.length !== 1 ? sql`and field = any(${fields}::text[])` : sql``}
             ${beforeSeq !== null ? sql`and id < ${beforeSeq}` : sql``}
           order by id desc
-          limit ${limit}) h`.execute(this.kysely);
+          limit ${limit + 1}),
+        cut as (
+          select id, sum(sz) over w as running, row_number() over w as n from page window w as (order by id desc))
+        select
+          (select count(*) from page) as n,
+          (select coalesce(json_agg(json_build_array(
+                   h.id, h.field, h.op, h.version, h.record_version, h.value, h.value_size, h.value_sha256, h.author,
+                   h.identity_strength, h.evidence, h.expected_version, h.based_on, h.invocation, h.outcome,
+                   (extract(epoch from h.created_at) * 1000)::bigint) order by h.id desc), '[]')::text
+           from cut join history h on h.id = cut.id
+           where cut.n <= ${limit} and (cut.running <= ${maxBytes} or cut.n = 1)) as rows`.execute(this.kysely);
       const rows = JSON.parse(res.rows[0].rows) as unknown[][];
-      return rows.map(
+      const page = rows.map(
         (r): HistoryRow => ({
           seq: r[0] as number,
           field: r[1] as string,
@@ -175,6 +217,7 @@ export class PgDb implements Db {
           created_at: new Date(r[15] as number),
         }),
       );
+      return { rows: page, more: Number(res.rows[0].n) > page.length };
     });
   }
 
@@ -266,7 +309,7 @@ export class PgDb implements Db {
       const r = rec.rows[0];
       if (!r) return null;
       const fields = await sql<Record<string, unknown>>`
-        select ${FIELD_COLUMNS} from fields f where f.record_id = ${Number(r.id)} order by f.name`.execute(this.kysely);
+        select ${fieldColumns(sql`null::json`)} from fields f where f.record_id = ${Number(r.id)} order by f.name`.execute(this.kysely);
       return {
         record_version: Number(r.record_version),
         checkpoint:
@@ -282,16 +325,36 @@ export class PgDb implements Db {
     });
   }
 
-  queryRecords(cls: string, filters: QueryFilter[], opts: { afterId: number; limit: number; fields: string[] }) {
+  queryRecords(cls: string, filters: QueryFilter[], opts: { afterId: number; limit: number; fields: string[]; maxBytes: number }) {
     return this.guard(async () => {
-      const res = await queryRecordsStatement(cls, filters, opts).execute(this.kysely);
-      const ids = res.rows.map((r) => Number(r.id));
-      if (ids.length === 0 || opts.fields.length === 0) {
-        return res.rows.map((r) => ({ id: Number(r.id), rid: r.rid as string, record_version: Number(r.record_version), fields: [] }));
+      // The page (limit + 1 to see whether more remain) with each record's size: its shown
+      // fields and, for append fields, the latest entry (what query shows of them). Records
+      // are kept while the running size stays within maxBytes, the first always.
+      const shown = opts.fields;
+      const res = await sql<Record<string, unknown>>`
+        select p.id, p.rid, p.record_version, s.sz
+        from (${queryRecordsStatement(cls, filters, { afterId: opts.afterId, limit: opts.limit + 1 })}) p
+        cross join lateral (
+          select coalesce(sum(${FIELD_BYTES} + case when f.kind = 'append' then coalesce((
+                   select ${ENTRY_BYTES} from entries e where e.record_id = f.record_id and e.field = f.name
+                   order by e.seq desc limit 1), 0) else 0 end), 0) as sz
+          from fields f where f.record_id = p.id and f.name = any(${shown}::text[])) s
+        order by p.id`.execute(this.kysely);
+      let running = 0;
+      const page: Record<string, unknown>[] = [];
+      for (const r of res.rows) {
+        running += Number(r.sz) + ROW_OVERHEAD_BYTES;
+        if (page.length === opts.limit || (page.length > 0 && running > opts.maxBytes)) break;
+        page.push(r);
+      }
+      const more = res.rows.length > page.length;
+      const ids = page.map((r) => Number(r.id));
+      if (ids.length === 0 || shown.length === 0) {
+        return { rows: page.map((r) => ({ id: Number(r.id), rid: r.rid as string, record_version: Number(r.record_version), fields: [] })), more };
       }
       const fieldRows = await sql<Record<string, unknown>>`
         select f.record_id, ${FIELD_COLUMNS} from fields f
-        where f.record_id = any(${ids}::bigint[]) and f.name = any(${opts.fields}::text[])
+        where f.record_id = any(${ids}::bigint[]) and f.name = any(${shown}::text[])
         order by f.record_id, f.name`.execute(this.kysely);
       const byRecord = new Map<number, FieldRow[]>();
       const appendNames = new Set<string>();
@@ -303,17 +366,18 @@ export class PgDb implements Db {
         byRecord.set(Number(row.record_id), list);
       }
       if (appendNames.size > 0) {
-        const latest = await readEntries(this.kysely, ids, [...appendNames], 1);
+        const latest = await latestEntries(this.kysely, ids, [...appendNames]);
         for (const [id, list] of byRecord) {
           for (const f of list) if (f.kind === 'append') f.entries = latest.get(`${id}:${f.name}`) ?? [];
         }
       }
-      return res.rows.map((r) => ({
+      const rows = page.map((r) => ({
         id: Number(r.id),
         rid: r.rid as string,
         record_version: Number(r.record_version),
         fields: byRecord.get(Number(r.id)) ?? [],
       }));
+      return { rows, more };
     });
   }
 
@@ -453,40 +517,44 @@ class PgWriteTx implements WriteTx {
             returning id, record_version`
       : sql`update records set record_version = record_version + 1, last_write_at = now()
             where id = ${this.record!.id} returning id, record_version`;
-    // Only versioned and soft fields keep their value on the field row; an append field's
-    // value is its new entry row, a task field's state is its lease.
-    const fieldValue = w.kind === 'versioned' || w.kind === 'soft' ? j(w.value) : null;
+    // Each text is sent once (the `p` row) and measured there: `bytes` lets reads cut a page
+    // at its byte budget without de-TOASTing values (migration 0003). Only versioned and soft
+    // fields keep their value on the field row; an append field's value is its new entry
+    // row, a task field's state is its lease.
+    const keepsValue = w.kind === 'versioned' || w.kind === 'soft';
     const entry =
       w.kind === 'append'
         ? sql`, e as (
-            insert into entries (record_id, field, seq, value, author, identity_strength, evidence, based_on, invocation)
-            select r.id, ${w.field}, ${w.version}, ${j(w.value)}::json, ${w.author}, ${w.identity_strength},
-                   ${w.evidence}, ${j(w.based_on)}::jsonb, ${j(w.invocation)}::json
-            from r)`
+            insert into entries (record_id, field, seq, value, author, identity_strength, evidence, based_on, invocation, bytes)
+            select r.id, ${w.field}, ${w.version}, p.v::json, ${w.author}, ${w.identity_strength},
+                   p.ev, p.bo::jsonb, p.inv::json, p.vbytes + p.mbytes
+            from r, p)`
         : sql``;
     const res = await sql<{ id: number; record_version: number }>`
-      with r as (${rec}),
+      with p as (${paramsRow(w.kind === 'task' ? null : j(w.value), w.evidence, j(w.based_on), j(w.invocation))}),
+      r as (${rec}),
       f as (
         insert into fields (record_id, class, name, kind, value, version, record_version, author,
-                            identity_strength, evidence, based_on, invocation, updated_at, owner, lease_expires_at)
-        select r.id, ${this.cls}, ${w.field}, ${w.kind}, ${fieldValue}::json, ${w.version}, r.record_version,
-               ${w.author}, ${w.identity_strength}, ${w.evidence}, ${j(w.based_on)}::jsonb,
-               ${j(w.invocation)}::json, now(), ${w.owner ?? null}, ${w.lease_expires_at ?? null}::timestamptz
-        from r
+                            identity_strength, evidence, based_on, invocation, updated_at, owner, lease_expires_at, bytes)
+        select r.id, ${this.cls}, ${w.field}, ${w.kind}, ${keepsValue ? sql`p.v::json` : sql`null::json`}, ${w.version}, r.record_version,
+               ${w.author}, ${w.identity_strength}, p.ev, p.bo::jsonb,
+               p.inv::json, now(), ${w.owner ?? null}, ${w.lease_expires_at ?? null}::timestamptz,
+               ${keepsValue ? sql`p.vbytes + p.mbytes` : sql`p.mbytes`}
+        from r, p
         on conflict (record_id, name) do update set
           value = excluded.value, version = excluded.version, record_version = excluded.record_version,
           author = excluded.author, identity_strength = excluded.identity_strength,
           evidence = excluded.evidence, based_on = excluded.based_on, invocation = excluded.invocation,
           updated_at = excluded.updated_at, owner = excluded.owner, lease_expires_at = excluded.lease_expires_at,
-          lease_lapsed = false
+          lease_lapsed = false, bytes = excluded.bytes
       )${entry},
       h as (
         insert into history (class, rid, field, op, version, record_version, value, author, identity_strength,
-                             evidence, expected_version, based_on, invocation, outcome)
+                             evidence, expected_version, based_on, invocation, outcome, bytes)
         select ${this.cls}, ${this.rid}, ${w.field}, ${w.history.op}, ${w.version}, r.record_version,
-               ${w.kind === 'task' ? null : j(w.value)}::json, ${w.author}, ${w.identity_strength}, ${w.evidence},
-               ${w.history.expected_version ?? null}, ${j(w.based_on)}::jsonb, ${j(w.invocation)}::json, 'applied'
-        from r
+               p.v::json, ${w.author}, ${w.identity_strength}, p.ev,
+               ${w.history.expected_version ?? null}, p.bo::jsonb, p.inv::json, 'applied', p.vbytes + p.mbytes
+        from r, p
       )
       select id, record_version from r`.execute(this.trx);
     const row = res.rows[0];
@@ -517,33 +585,73 @@ class PgWriteTx implements WriteTx {
   }
 }
 
-/** Newest `limit` entries (all when null) per (record, append field), keyed `id:field`, oldest first. */
-async function readEntries(db: Kysely<any>, recordIds: number[], names: string[], limit: number | null) {
+function mapEntry(r: Record<string, unknown>): EntryRow {
+  return {
+    seq: Number(r.seq),
+    value: r.value,
+    author: r.author as string,
+    identity_strength: (r.identity_strength as string) ?? null,
+    evidence: (r.evidence as string) ?? null,
+    based_on: (r.based_on as EntryRow['based_on']) ?? null,
+    invocation: (r.invocation as EntryRow['invocation']) ?? null,
+    created_at: r.created_at as Date,
+  };
+}
+
+/**
+ * The entries of a get, per append field, oldest first: for each field its newest `limit`
+ * (all when null) below `beforeSeq`, fields in the given order, kept while the running size
+ * stays within `maxBytes` (the very first entry always, so a continuation always advances).
+ * Only sizes are read for candidates; values only for the entries kept. No entry costs less
+ * than ROW_OVERHEAD_BYTES, which bounds the candidates too.
+ */
+async function readEntries(
+  db: Kysely<any>,
+  recordId: number,
+  names: string[],
+  opts: { limit: number | null; beforeSeq: number | null; maxBytes: number },
+): Promise<Map<string, EntryRow[]>> {
+  const fit = Math.floor(opts.maxBytes / ROW_OVERHEAD_BYTES) + 1;
+  const cap = opts.limit === null ? fit : Math.min(opts.limit, fit);
+  const out = new Map<string, EntryRow[]>();
+  if (cap === 0) return out;
+  const rows = await sql<Record<string, unknown>>`
+    with cand as (
+      select n.field, n.ord, e.seq, e.sz
+      from unnest(${names}::text[]) with ordinality as n(field, ord)
+      cross join lateral (
+        select e.seq, ${ENTRY_BYTES} as sz from entries e
+        where e.record_id = ${recordId} and e.field = n.field
+          ${opts.beforeSeq === null ? sql`` : sql`and e.seq < ${opts.beforeSeq}`}
+        order by e.seq desc limit ${cap}) e),
+    cut as (
+      select field, ord, seq, sum(sz) over w as running, row_number() over w as n
+      from cand window w as (order by ord, seq desc))
+    select c.field, e.seq, e.value, e.author, e.identity_strength, e.evidence, e.based_on, e.invocation, e.created_at
+    from cut c join entries e on e.record_id = ${recordId} and e.field = c.field and e.seq = c.seq
+    where c.running <= ${opts.maxBytes} or c.n = 1
+    order by c.ord, e.seq`.execute(db);
+  for (const r of rows.rows) {
+    const list = out.get(r.field as string) ?? [];
+    list.push(mapEntry(r));
+    out.set(r.field as string, list);
+  }
+  return out;
+}
+
+/** The latest entry per (record, append field), keyed `id:field` (query shows only that one). */
+async function latestEntries(db: Kysely<any>, recordIds: number[], names: string[]) {
   const rows = await sql<Record<string, unknown>>`
     select k.record_id, n.field, e.seq, e.value, e.author, e.identity_strength, e.evidence, e.based_on, e.invocation, e.created_at
     from unnest(${recordIds}::bigint[]) as k(record_id)
     cross join unnest(${names}::text[]) as n(field)
     cross join lateral (
       select * from entries e where e.record_id = k.record_id and e.field = n.field
-      order by e.seq desc ${limit === null ? sql`` : sql`limit ${limit}`}
+      order by e.seq desc limit 1
     ) e
-    order by k.record_id, n.field, e.seq`.execute(db);
+    order by k.record_id, n.field`.execute(db);
   const byKey = new Map<string, EntryRow[]>();
-  for (const r of rows.rows) {
-    const key = `${r.record_id}:${r.field}`;
-    const list = byKey.get(key) ?? [];
-    list.push({
-      seq: Number(r.seq),
-      value: r.value,
-      author: r.author as string,
-      identity_strength: (r.identity_strength as string) ?? null,
-      evidence: (r.evidence as string) ?? null,
-      based_on: (r.based_on as EntryRow['based_on']) ?? null,
-      invocation: (r.invocation as EntryRow['invocation']) ?? null,
-      created_at: r.created_at as Date,
-    });
-    byKey.set(key, list);
-  }
+  for (const r of rows.rows) byKey.set(`${r.record_id}:${r.field}`, [mapEntry(r)]);
   return byKey;
 }
 
@@ -561,10 +669,23 @@ async function insertHistory(db: Kysely<any>, row: HistoryInsert, recordVersion:
       ? sql`${recordVersion}::bigint`
       : sql`(select record_version from records where class = ${row.class} and rid = ${row.rid})`;
   await sql`
+    with p as (${paramsRow(value, row.evidence ?? null, j(row.based_on ?? null), j(row.invocation ?? null))})
     insert into history (class, rid, field, op, version, record_version, value, value_size, value_sha256, author,
-                         identity_strength, evidence, expected_version, based_on, invocation, outcome)
-    values (${row.class}, ${row.rid}, ${row.field}, ${row.op}, ${row.version ?? null}, ${rv}, ${value}::json,
-            ${size}, ${digest}, ${row.author}, ${row.identity_strength}, ${row.evidence ?? null},
-            ${row.expected_version ?? null}, ${j(row.based_on ?? null)}::jsonb, ${j(row.invocation ?? null)}::json,
-            ${row.outcome})`.execute(db);
+                         identity_strength, evidence, expected_version, based_on, invocation, outcome, bytes)
+    select ${row.class}, ${row.rid}, ${row.field}, ${row.op}, ${row.version ?? null}, ${rv}, p.v::json,
+           ${size}, ${digest}, ${row.author}, ${row.identity_strength}, p.ev,
+           ${row.expected_version ?? null}, p.bo::jsonb, p.inv::json, ${row.outcome}, p.vbytes + p.mbytes
+    from p`.execute(db);
+}
+
+/**
+ * The texts of one write as a one-row CTE: each is sent once however often the statement
+ * uses it, and measured there. `vbytes` is the value's UTF-8 size, `mbytes` that of the
+ * rest (evidence, based_on, invocation): together the `bytes` of migration 0003.
+ */
+function paramsRow(value: string | null, evidence: string | null, basedOn: string | null, invocation: string | null) {
+  return sql`
+    select t.v, t.ev, t.bo, t.inv, coalesce(octet_length(t.v), 0) as vbytes,
+           coalesce(octet_length(t.ev), 0) + coalesce(octet_length(t.bo), 0) + coalesce(octet_length(t.inv), 0) as mbytes
+    from (select ${value}::text as v, ${evidence}::text as ev, ${basedOn}::text as bo, ${invocation}::text as inv) t`;
 }

@@ -174,6 +174,7 @@ export function fieldMsg(f: Obj): Field {
     ...optional('lease_expires_at', f.lease_expires_at),
     entries: Array.isArray(f.entries) ? (f.entries as Obj[]).map(entryMsg) : [],
     lease_lapsed: f.lease_lapsed === true,
+    ...optional('next_entries_before', f.next_entries_before),
   };
 }
 
@@ -182,7 +183,8 @@ export function recordMsg(r: Obj): RecordMsg {
   for (const [name, f] of Object.entries((r.fields ?? {}) as Obj)) {
     Object.defineProperty(fields, name, { value: fieldMsg(f as Obj), enumerable: true, writable: true, configurable: true });
   }
-  return { record: str(r.record) ?? '', record_version: num(r.record_version), fields };
+  const omitted = Array.isArray(r.omitted_fields) ? (r.omitted_fields as unknown[]).filter((n): n is string => typeof n === 'string') : [];
+  return { record: str(r.record) ?? '', record_version: num(r.record_version), fields, omitted_fields: omitted };
 }
 
 export function writeResultMsg({ status, body }: Outcome): WriteResult {

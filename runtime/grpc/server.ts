@@ -177,6 +177,7 @@ export async function startGrpc(
           ...splitRecord(msg.record),
           ...(msg.fields.length > 0 ? { fields: msg.fields } : {}),
           ...(msg.entries_limit !== undefined ? { entries_limit: msg.entries_limit } : {}),
+          ...(msg.entries_before !== undefined ? { entries_before: msg.entries_before } : {}),
         };
       },
       (out) => recordMsg(out.body),

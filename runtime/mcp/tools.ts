@@ -147,6 +147,7 @@ export const TOOLS: readonly ToolDef[] = [
       'Only fields with a value appear; a field that is absent has version 0.',
       'Task fields show `owner` and `lease_expires_at` while someone holds them; append fields show `version` (entry count) and `entries`.',
       '`fields` limits the answer to the named fields; `entries_limit` caps the entries returned per append field.',
+      'A response stops at about 16 MiB: fields that did not fit are named in `omitted_fields` (read them with `fields`), and an append field whose older entries did not fit carries `next_entries_before` (send it as `entries_before` with `fields` = [that field]).',
       'NOT_FOUND: nobody has written the record yet; create it with svc_put and expected_version 0.',
       ERRORS,
     ].join(' '),
@@ -156,11 +157,18 @@ export const TOOLS: readonly ToolDef[] = [
       entries_limit: v.optional(
         v.pipe(v.number(), v.integer(), v.minValue(0), d('At most this many entries per append field (the newest).')),
       ),
+      entries_before: v.optional(
+        v.pipe(
+          v.string(),
+          d('Continue an append field whose entries did not all fit: its next_entries_before, with fields = [that field].'),
+        ),
+      ),
     }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     run(ctx, a) {
       const r = recordOf(a);
-      return invoke(reads.get, ctx, { ...r, fields: fieldList(a.fields), entries_limit: queryNumber(a.entries_limit) }, TIMED);
+      const input = { ...r, fields: fieldList(a.fields), entries_limit: queryNumber(a.entries_limit), entries_before: queryText(a.entries_before) };
+      return invoke(reads.get, ctx, input, TIMED);
     },
   },
   {

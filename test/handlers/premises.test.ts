@@ -430,3 +430,44 @@ describe('IDENTITY_MISMATCH', () => {
     expectApplied(await put('alice', id, 'a', { value: 'a2', expected_version: 1 }, exact));
   });
 });
+
+describe('premises on fields the reader may not read', () => {
+  test('get, query and history leave out premises naming fields the role cannot read (their versions are its metadata)', async () => {
+    const id = fresh('hide');
+    await ok(put('alice', id, 'b', { value: 'secret plan', expected_version: 0 }));
+    await ok(put('alice', id, 'a', { value: 'v1', expected_version: 0, based_on: [] }));
+    await ok(put('alice', id, 'a', { value: 'v2', expected_version: 1, based_on: [{ field: 'a', version: 1 }, { field: 'b', version: 1 }] }));
+    await ok(put('alice', id, 'c', { value: 'x', expected_version: 0, based_on: [{ field: 'b', version: 1 }] }));
+
+    // alice (worker) reads everything and sees every premise.
+    const full = await ok(get('alice', id));
+    expect(full.fields.a.based_on).toEqual([{ field: 'a', version: 1 }, { field: 'b', version: 1 }]);
+
+    // dave (onlooker) reads only `a`: the premise on `b` is left out, the one on `a` stays.
+    const seen = await ok(get('dave', id));
+    expect(seen.fields.a.based_on).toEqual([{ field: 'a', version: 1 }]);
+    expect(JSON.stringify(seen)).not.toContain('"b"');
+
+    const hist = await ok(history('dave', id));
+    const rows = hist.history as { field: string; version?: number; based_on?: { field: string }[] }[];
+    expect(rows.every((r) => r.field === 'a')).toBe(true);
+    expect(rows.find((r) => r.version === 2)!.based_on).toEqual([{ field: 'a', version: 1 }]);
+    // The declared "rests on nothing" stays visible.
+    expect(rows.find((r) => r.version === 1)!.based_on).toEqual([]);
+
+    const q = await ok(t.call('dave', 'GET', `/v1/records/plan?a=v2`));
+    const rec = q.records.find((r: { record: string }) => r.record === `plan/${id}`);
+    expect(rec.fields.a.based_on).toEqual([{ field: 'a', version: 1 }]);
+  });
+
+  test('a write whose premises are all unreadable shows no based_on at all to that reader', async () => {
+    const id = fresh('hide');
+    await ok(put('alice', id, 'b', { value: 1, expected_version: 0 }));
+    await ok(put('alice', id, 'a', { value: 'x', expected_version: 0, based_on: [{ field: 'b', version: 1 }] }));
+    expect((await ok(get('alice', id))).fields.a.based_on).toEqual([{ field: 'b', version: 1 }]);
+    const seen = await ok(get('dave', id));
+    expect(seen.fields.a).not.toHaveProperty('based_on');
+    const hist = await ok(history('dave', id, 'a'));
+    expect(hist.history[0]).not.toHaveProperty('based_on');
+  });
+});

@@ -119,6 +119,7 @@ export function httpRequest(op: Op, args: Args): { method: string; path: string;
       const params: [string, string][] = [];
       if (args.fields !== undefined) params.push(['fields', Array.isArray(args.fields) ? args.fields.join(',') : queryText(args.fields)]);
       if (args.entries_limit !== undefined) params.push(['entries_limit', queryText(args.entries_limit)]);
+      if (args.entries_before !== undefined) params.push(['entries_before', queryText(args.entries_before)]);
       return { method: 'GET', path: `${base}${qs(params)}` };
     }
     case 'put':
@@ -359,7 +360,7 @@ function entryJson(e: Entry__Output): Json {
  */
 function fieldJson(f: Field__Output): Json {
   const isAppend = f.value === null && f.author === undefined && f.updated_at === undefined;
-  if (isAppend) return { version: f.version, entries: f.entries.map(entryJson) };
+  if (isAppend) return { version: f.version, entries: f.entries.map(entryJson), ...opt('next_entries_before', f.next_entries_before) };
   return {
     ...(f.value !== null ? { value: fromValue(f.value) } : {}),
     version: f.version,
@@ -380,6 +381,7 @@ function recordJson(r: Record__Output): Json {
     record: r.record,
     record_version: r.record_version,
     fields: Object.fromEntries(Object.entries(r.fields).map(([k, f]) => [k, fieldJson(f)])),
+    ...(r.omitted_fields.length > 0 ? { omitted_fields: r.omitted_fields } : {}),
   };
 }
 
@@ -444,7 +446,15 @@ export function grpcRequest(op: Op, args: Args): { method: string; req: object }
   switch (op) {
     case 'get': {
       const fields = args.fields === undefined ? [] : Array.isArray(args.fields) ? args.fields : String(args.fields).split(',');
-      return { method: 'Get', req: { record, fields, ...(args.entries_limit !== undefined ? { entries_limit: args.entries_limit } : {}) } };
+      return {
+        method: 'Get',
+        req: {
+          record,
+          fields,
+          ...(args.entries_limit !== undefined ? { entries_limit: args.entries_limit } : {}),
+          ...(args.entries_before !== undefined ? { entries_before: args.entries_before } : {}),
+        },
+      };
     }
     case 'put':
       if (args.expected_version === undefined) {
@@ -522,7 +532,10 @@ export function grpcErrorBody(err: grpc.ServiceError): Record<string, Json> {
 }
 
 export function grpcAdapter(address: string): Adapter {
-  const client: SvcServiceClient = new proto.svc.v1.SvcService(address, grpc.credentials.createInsecure());
+  // Responses may be as large as the gateway's byte budget (16 MiB) plus one row.
+  const client: SvcServiceClient = new proto.svc.v1.SvcService(address, grpc.credentials.createInsecure(), {
+    'grpc.max_receive_message_length': -1,
+  });
   return {
     name: 'grpc',
     async run(who, op, args, opts = {}) {

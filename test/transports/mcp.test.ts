@@ -113,7 +113,7 @@ describe('tools/list', () => {
       expect(tl.description!.length).toBeGreaterThan(100);
     }
     const props = (name: string) => Object.keys(byName[name].inputSchema.properties ?? {}).sort();
-    expect(props('svc_get')).toEqual(['entries_limit', 'fields', 'record']);
+    expect(props('svc_get')).toEqual(['entries_before', 'entries_limit', 'fields', 'record']);
     expect(props('svc_put')).toEqual(['based_on', 'evidence', 'expected_version', 'field', 'invocation', 'record', 'value']);
     expect(props('svc_append')).toEqual(['based_on', 'entry', 'evidence', 'field', 'invocation', 'record']);
     expect(props('svc_claim')).toEqual(['field', 'invocation', 'lease_seconds', 'record', 'renew']);

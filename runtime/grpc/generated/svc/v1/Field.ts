@@ -20,12 +20,14 @@ export interface Field {
   'entries'?: (_svc_v1_Entry)[];
   'lease_lapsed'?: (boolean);
   'declare_no_premises'?: (boolean);
+  'next_entries_before'?: (string);
   '_author'?: "author";
   '_identity_strength'?: "identity_strength";
   '_evidence'?: "evidence";
   '_updated_at'?: "updated_at";
   '_owner'?: "owner";
   '_lease_expires_at'?: "lease_expires_at";
+  '_next_entries_before'?: "next_entries_before";
 }
 
 export interface Field__Output {
@@ -42,10 +44,12 @@ export interface Field__Output {
   'entries': (_svc_v1_Entry__Output)[];
   'lease_lapsed': (boolean);
   'declare_no_premises': (boolean);
+  'next_entries_before'?: (string);
   '_author'?: "author";
   '_identity_strength'?: "identity_strength";
   '_evidence'?: "evidence";
   '_updated_at'?: "updated_at";
   '_owner'?: "owner";
   '_lease_expires_at'?: "lease_expires_at";
+  '_next_entries_before'?: "next_entries_before";
 }

@@ -5,12 +5,16 @@ export interface GetRequest {
   'record'?: (string);
   'fields'?: (string)[];
   'entries_limit'?: (number);
+  'entries_before'?: (string);
   '_entries_limit'?: "entries_limit";
+  '_entries_before'?: "entries_before";
 }
 
 export interface GetRequest__Output {
   'record': (string);
   'fields': (string)[];
   'entries_limit'?: (number);
+  'entries_before'?: (string);
   '_entries_limit'?: "entries_limit";
+  '_entries_before'?: "entries_before";
 }

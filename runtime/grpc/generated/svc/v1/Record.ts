@@ -7,10 +7,12 @@ export interface Record {
   'record'?: (string);
   'record_version'?: (number | string | Long);
   'fields'?: ({[key: string]: _svc_v1_Field});
+  'omitted_fields'?: (string)[];
 }
 
 export interface Record__Output {
   'record': (string);
   'record_version': (number);
   'fields': ({[key: string]: _svc_v1_Field__Output});
+  'omitted_fields': (string)[];
 }
