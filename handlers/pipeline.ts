@@ -39,6 +39,9 @@ export interface Access {
 
 export const MAX_ID_BYTES = 256;
 
+/** The metric label of a class or field the request named but the class registry does not know. */
+export const UNKNOWN_LABEL = '_unknown';
+
 // ---- steps 2–4 -------------------------------------------------------------------------
 
 export async function authorize(
@@ -47,10 +50,11 @@ export async function authorize(
   mode: 'read' | 'write',
   id?: string,
 ): Promise<Access> {
-  ctx.trace.class = className;
   const record = id === undefined ? undefined : `${className}/${id}`;
   const where = record ? { record } : { class: className };
   const cls = await ctx.classes.get(className);
+  // Metric labels take only names the class registry knows (a URL could name anything).
+  if (cls) ctx.trace.class = cls.name;
   if (!cls) throw new SvcError('NOT_FOUND', `No class named "${className}"; GET /v1/classes lists the classes you can use.`, where);
   const roles = rolesOf(cls, ctx.identity.author);
   // NO_ROLE tells nothing about the class (no fields, no roles).
@@ -230,6 +234,7 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
   const { className, id, field } = input;
   const access = await authorize(ctx, className, 'write', id); // 2–4
   checkRecordId(access, id); // 5
+  ctx.trace.field = UNKNOWN_LABEL;
   const def = resolveField(access, field); // 6
   ctx.trace.field = field;
 

@@ -42,19 +42,23 @@ export async function readyz(c: Context, s: Services): Promise<Response> {
   return c.json(new SvcError('UNAVAILABLE', r.message).body(), 503);
 }
 
-/** Credentials first: a spent budget answers 429 before any check, every 401 spends it. */
-export async function authenticateRequest(
-  s: Services,
-  address: string,
-  authorization: string | undefined,
-): Promise<Identity> {
+/**
+ * Credentials first: a spent budget answers 429 before any check, every 401 spends it. Both
+ * are counted in svc_rejections_total (fixed labels: no class, field or role is known yet);
+ * the access log line of the request records them, never the credential.
+ */
+export async function authenticateRequest(s: Services, address: string, authorization: string | undefined): Promise<Identity> {
   if (s.budget.isExhausted(address)) {
+    s.metrics.rejection('', '', '', 'rate_limited');
     throw new SvcError('RATE_LIMITED', 'Too many rejected credentials from your address; wait a few seconds and retry with a valid token.');
   }
   try {
     return await authenticate(s.providers, authorization);
   } catch (e) {
-    if (e instanceof SvcError && e.code === 'UNAUTHENTICATED') s.budget.spend(address);
+    if (e instanceof SvcError && e.code === 'UNAUTHENTICATED') {
+      s.budget.spend(address);
+      s.metrics.rejection('', '', '', 'unauthenticated');
+    }
     throw e;
   }
 }
