@@ -22,8 +22,8 @@ const UNREACHABLE_CODES = new Set([
 /** Missing relation or function: the schema is absent or being re-applied. */
 const SCHEMA_CODES = new Set(['42P01', '42883', '3F000']);
 
-/** Text or JSON PostgreSQL cannot store; the handlers refuse it first, this is the net below. */
-const DATA_CODES = new Set(['22P05', '22021', '22025', '22032']);
+/** Text, JSON or numbers PostgreSQL cannot store; the handlers refuse them first, this is the net below. */
+const DATA_CODES = new Set(['22P05', '22021', '22025', '22032', '22003']);
 
 export type DbFault = 'unreachable' | 'schema' | 'data' | null;
 
@@ -53,7 +53,10 @@ export function toUnavailable(e: unknown, onSchemaMissing?: () => void): unknown
     return new SvcError('UNAVAILABLE', 'The database is unreachable; retry shortly (the gateway reconnects by itself).');
   }
   if (fault === 'data') {
-    return new SvcError('MALFORMED', 'The request holds text the database cannot store (a NUL character or invalid Unicode); remove it.');
+    return new SvcError(
+      'MALFORMED',
+      'The request holds a value the database cannot store (a NUL character, invalid Unicode or an integer out of range); remove it.',
+    );
   }
   if (fault === 'schema') {
     onSchemaMissing?.();

@@ -14,6 +14,8 @@ export interface AppendInput {
   id: string;
   field: string;
   body: RawBody;
+  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
+  params?: readonly string[];
 }
 
 const appendBody = v.strictObject({
@@ -97,5 +99,5 @@ const appendOp: WriteOp<AppendBody> = {
 };
 
 export function append(ctx: Ctx, input: AppendInput): Promise<Outcome> {
-  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body }, appendOp);
+  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, appendOp);
 }

@@ -15,8 +15,17 @@ export type RawBody =
   | { kind: 'invalid'; reason: string };
 
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
-/** Deepest nesting of arrays and objects accepted in a body. */
-export const MAX_JSON_DEPTH = 100;
+/**
+ * Deepest nesting of arrays and objects in a JSON value of a request (a value, entry,
+ * document, invocation, premise list: the body object around them does not count). The same
+ * on HTTP, MCP and gRPC: protobuf caps a message at 100 nested messages and a JSON level
+ * costs two or three of them, so 32 leaves every value readable back through gRPC (a Query
+ * result nests a Field in a Record in a map entry) and inside an error's details.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/** Integers in bodies: larger ones lose precision in JSON and overflow PostgreSQL's bigint. */
+export const MAX_INTEGER = Number.MAX_SAFE_INTEGER;
 
 // U+0000, and UTF-16 surrogates not part of a pair: PostgreSQL cannot store either in text.
 const BAD_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -27,8 +36,10 @@ export function textProblem(s: string): string | null {
 }
 
 /**
- * Why a JSON value cannot be stored (too deep; a string or key PostgreSQL cannot hold), or
- * null. Iterative, so hostile nesting cannot exhaust the stack.
+ * Why a JSON body cannot be stored as sent (a value nested deeper than MAX_JSON_DEPTH; a
+ * string or key PostgreSQL cannot hold; a number with no finite double, which JSON.parse
+ * reads as Infinity and JSON.stringify would silently store as null), or null. The root
+ * (the body object) is level 0. Iterative, so hostile nesting cannot exhaust the stack.
  */
 export function jsonProblem(root: unknown): string | null {
   const stack: { v: unknown; depth: number }[] = [{ v: root, depth: 0 }];
@@ -36,8 +47,10 @@ export function jsonProblem(root: unknown): string | null {
     const { v, depth } = stack.pop()!;
     if (typeof v === 'string') {
       if (textProblem(v)) return `a string ${textProblem(v)}`;
+    } else if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return 'a number is out of range (beyond ±1.8e308, e.g. 1e400); send it as a string';
     } else if (v !== null && typeof v === 'object') {
-      if (depth >= MAX_JSON_DEPTH) return `nesting is deeper than ${MAX_JSON_DEPTH} levels`;
+      if (depth > MAX_JSON_DEPTH) return `a JSON value nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`;
       if (Array.isArray(v)) {
         for (const item of v) stack.push({ v: item, depth: depth + 1 });
       } else {
@@ -111,11 +124,21 @@ export function lenientInvocation(v: unknown): Record<string, unknown> | null {
   return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 }
 
-/** Turn valibot issues into one readable sentence naming the key. */
+/**
+ * Turn valibot issues into one readable sentence naming the key. A key a strict object does
+ * not know reads `unknown key "x"` (valibot says "Invalid key: Expected never").
+ */
 export function issuesMessage(issues: v.BaseIssue<unknown>[]): string {
   return issues
     .map((i) => {
       const path = v.getDotPath(i);
+      if (i.type === 'strict_object' && i.expected === 'never') {
+        const keyPath = path ?? '';
+        const dot = keyPath.lastIndexOf('.');
+        const key = dot < 0 ? keyPath : keyPath.slice(dot + 1);
+        const parent = dot < 0 ? 'the body' : `\`${keyPath.slice(0, dot)}\``;
+        return `unknown key "${key}" in ${parent}; see docs/api.md for the keys it takes`;
+      }
       return path ? `${path}: ${i.message}` : i.message;
     })
     .join('; ');
@@ -134,11 +157,24 @@ export function parseWith<S extends v.GenericSchema>(
 // Shared pieces of the write bodies.
 export const premiseSchema = v.strictObject({
   field: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty')),
-  version: v.pipe(v.number('must be an integer'), v.integer('must be an integer'), v.minValue(0, 'must be 0 or more')),
+  version: v.pipe(
+    v.number('must be an integer'),
+    v.integer('must be an integer'),
+    v.minValue(0, 'must be 0 or more'),
+    v.maxValue(MAX_INTEGER, `must be at most ${MAX_INTEGER}`),
+  ),
   kind: v.optional(v.picklist(['fence'], 'must be "fence" when present')),
 });
 
-export const basedOnSchema = v.optional(v.array(premiseSchema, 'must be a list of premises {field, version, kind?}'));
+/** More premises than this is no decision anyone made; it bounds the work and the stored row. */
+export const MAX_PREMISES = 256;
+
+export const basedOnSchema = v.optional(
+  v.pipe(
+    v.array(premiseSchema, 'must be a list of premises {field, version, kind?}'),
+    v.maxLength(MAX_PREMISES, `must list at most ${MAX_PREMISES} premises`),
+  ),
+);
 
 export const invocationSchema = v.optional(
   v.pipe(
@@ -172,4 +208,5 @@ export const versionSchema = v.pipe(
   v.number('must be an integer'),
   v.integer('must be an integer'),
   v.minValue(0, 'must be 0 or more'),
+  v.maxValue(MAX_INTEGER, `must be at most ${MAX_INTEGER}`),
 );

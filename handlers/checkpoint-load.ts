@@ -4,12 +4,14 @@
  */
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
-import { authorize, checkRecordId, checkScopeOwner, type Outcome } from './pipeline.js';
+import { authorize, checkParams, checkRecordId, checkScopeOwner, type Outcome } from './pipeline.js';
 
 export interface CheckpointLoadInput {
   class: string;
   id: string;
   role?: string;
+  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
+  params?: readonly string[];
 }
 
 export async function checkpointLoad(ctx: Ctx, input: CheckpointLoadInput): Promise<Outcome> {
@@ -17,6 +19,7 @@ export async function checkpointLoad(ctx: Ctx, input: CheckpointLoadInput): Prom
   checkRecordId(access, input.id);
   await checkScopeOwner(ctx, access, null);
   const where = { record: access.record };
+  checkParams(input.params, ['role'], where, 'checkpoint load');
   const held = access.roles.map((r) => r.name);
   let roleName: string;
   if (input.role === undefined || input.role === '') {

@@ -7,12 +7,14 @@ import { bodyObject, parseWith, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { byteLength, KIB } from './format.js';
-import { authorize, checkRecordId, checkScopeOwner, strengthRejection, type Access, type Outcome } from './pipeline.js';
+import { authorize, checkRecordId, checkScopeOwner, strengthRejection, type Access, type Outcome, checkParams } from './pipeline.js';
 
 export interface CheckpointSaveInput {
   class: string;
   id: string;
   body: RawBody;
+  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
+  params?: readonly string[];
 }
 
 export const MAX_CHECKPOINT_BYTES = 64 * KIB;
@@ -57,6 +59,7 @@ export async function checkpointSave(ctx: Ctx, input: CheckpointSaveInput): Prom
     );
   }
   const role = access.roles[0].name;
+  checkParams(input.params, [], where, 'checkpoint save');
   const obj = bodyObject(input.body, where);
   parseWith(saveBody, obj, where);
   if (!('document' in obj)) throw new SvcError('MALFORMED', 'The body needs `document`: a JSON object.', where);

@@ -15,6 +15,8 @@ export interface ClaimInput {
   id: string;
   field: string;
   body: RawBody;
+  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
+  params?: readonly string[];
 }
 
 export const MAX_LEASE_SECONDS = 86_400;
@@ -149,5 +151,5 @@ const claimOp: WriteOp<ClaimBody> = {
 };
 
 export function claim(ctx: Ctx, input: ClaimInput): Promise<Outcome> {
-  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body }, claimOp);
+  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, claimOp);
 }

@@ -1,9 +1,10 @@
 /** class: GET /v1/classes/{name} — the class definition; needs a role in the class. */
 import type { Ctx } from './context.js';
-import { authorize, type Outcome } from './pipeline.js';
+import { authorize, checkParams, type Outcome } from './pipeline.js';
 
-export async function getClass(ctx: Ctx, input: { name: string }): Promise<Outcome> {
+export async function getClass(ctx: Ctx, input: { name: string; params?: readonly string[] }): Promise<Outcome> {
   const { cls } = await authorize(ctx, input.name, 'read');
+  checkParams(input.params, [], { class: input.name }, 'class');
   const s = cls.spec;
   return {
     status: 200,

@@ -22,7 +22,9 @@ export type ErrorCode =
   | 'INVALID_CHECKPOINT'
   | 'RATE_LIMITED'
   | 'INTERNAL'
-  | 'UNAVAILABLE';
+  | 'UNAVAILABLE'
+  /** HTTP routing only: a known path with a method it does not take (405 with `Allow`). */
+  | 'METHOD_NOT_ALLOWED';
 
 /** HTTP status and gRPC status code (decisions §7) for every error code. */
 export const ERROR_TABLE: Record<ErrorCode, { http: number; grpc: number }> = {
@@ -46,6 +48,7 @@ export const ERROR_TABLE: Record<ErrorCode, { http: number; grpc: number }> = {
   RATE_LIMITED: { http: 429, grpc: 8 },
   INTERNAL: { http: 500, grpc: 13 },
   UNAVAILABLE: { http: 503, grpc: 14 },
+  METHOD_NOT_ALLOWED: { http: 405, grpc: 12 },
 };
 
 /**

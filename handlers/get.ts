@@ -8,6 +8,7 @@ import { parseCount } from './limits.js';
 import {
   authorize,
   canRead,
+  checkParams,
   checkRecordId,
   checkScopeOwner,
   readableFields,
@@ -25,9 +26,12 @@ export interface GetInput {
   entries_limit?: string | number;
   /** Continue one append field's entries: a `next_entries_before` of an earlier get. */
   entries_before?: string;
+  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
+  params?: readonly string[];
 }
 
 export const MAX_ENTRIES_LIMIT = 100_000;
+export const GET_PARAMS = ['fields', 'entries_limit', 'entries_before'] as const;
 
 export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
   const access = await authorize(ctx, input.class, 'read', input.id);
@@ -46,6 +50,7 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
   }
 
   await checkScopeOwner(ctx, access, null); // 10
+  checkParams(input.params, GET_PARAMS, where, 'get');
 
   const entriesLimit =
     input.entries_limit === undefined ? null : parseCount('entries_limit', input.entries_limit, 0, MAX_ENTRIES_LIMIT, where);

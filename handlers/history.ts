@@ -5,7 +5,7 @@ import { decodeCursor, encodeCursor } from './cursor.js';
 import { SvcError } from './errors.js';
 import { parseCount } from './limits.js';
 import { formatTime, MAX_RESPONSE_BYTES } from './format.js';
-import { authorize, canRead, checkRecordId, checkScopeOwner, readableFields, requireReadable, resolveField, visiblePremises, type Outcome } from './pipeline.js';
+import { authorize, canRead, checkParams, checkRecordId, checkScopeOwner, readableFields, requireReadable, resolveField, visiblePremises, type Outcome } from './pipeline.js';
 
 export interface HistoryInput {
   class: string;
@@ -13,6 +13,8 @@ export interface HistoryInput {
   field?: string;
   limit?: string | number;
   before?: string;
+  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
+  params?: readonly string[];
 }
 
 export const HISTORY_LIMIT_DEFAULT = 1000;
@@ -33,6 +35,7 @@ export async function history(ctx: Ctx, input: HistoryInput): Promise<Outcome> {
   }
 
   await checkScopeOwner(ctx, access, input.field ?? null); // 10
+  checkParams(input.params, ['field', 'limit', 'before'], where, 'history');
 
   const limit = parseLimit(input.limit, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, where);
   // The cursor is bound to this record and field filter, so it cannot page another one.

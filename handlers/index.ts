@@ -23,7 +23,10 @@ export type Handler<I> = (ctx: Ctx, input: I) => Promise<Outcome>;
 /** What the HTTP transport knows of a request: path parameters, query string and raw body. */
 export interface HttpInput {
   params: Record<string, string>;
+  /** The first value of each query parameter. */
   query: Record<string, string>;
+  /** Every query parameter name as sent, repeats included (the handler refuses unknown and repeated ones). */
+  names: string[];
   body: RawBody;
 }
 
@@ -47,8 +50,8 @@ export const operations = {
     method: 'GET',
     path: '/v1/classes',
     write: false,
-    handler: (ctx) => classes(ctx),
-    fromHttp: () => ({}),
+    handler: classes,
+    fromHttp: ({ names }) => ({ params: names }),
   }),
   class: op({
     name: 'class',
@@ -56,7 +59,7 @@ export const operations = {
     path: '/v1/classes/:name',
     write: false,
     handler: getClass,
-    fromHttp: ({ params }) => ({ name: params.name }),
+    fromHttp: ({ params, names }) => ({ name: params.name, params: names }),
   }),
   history: op<HistoryInput>({
     name: 'history',
@@ -64,12 +67,13 @@ export const operations = {
     path: '/v1/records/:class/:id/history',
     write: false,
     handler: history,
-    fromHttp: ({ params, query }) => ({
+    fromHttp: ({ params, query, names }) => ({
       class: params.class,
       id: params.id,
       field: query.field,
       limit: query.limit,
       before: query.before,
+      params: names,
     }),
   }),
   get: op<GetInput>({
@@ -78,12 +82,13 @@ export const operations = {
     path: '/v1/records/:class/:id',
     write: false,
     handler: get,
-    fromHttp: ({ params, query }) => ({
+    fromHttp: ({ params, query, names }) => ({
       class: params.class,
       id: params.id,
       fields: query.fields,
       entries_limit: query.entries_limit,
       entries_before: query.entries_before,
+      params: names,
     }),
   }),
   query: op<QueryInput>({
@@ -92,9 +97,9 @@ export const operations = {
     path: '/v1/records/:class',
     write: false,
     handler: query,
-    fromHttp: ({ params, query: q }) => {
+    fromHttp: ({ params, query: q, names }) => {
       const { limit, after, ...filters } = q;
-      return { class: params.class, filters, limit, after };
+      return { class: params.class, filters, limit, after, params: names };
     },
   }),
   checkpointLoad: op<CheckpointLoadInput>({
@@ -103,7 +108,7 @@ export const operations = {
     path: '/v1/records/:class/:id/checkpoint',
     write: false,
     handler: checkpointLoad,
-    fromHttp: ({ params, query: q }) => ({ class: params.class, id: params.id, role: q.role }),
+    fromHttp: ({ params, query: q, names }) => ({ class: params.class, id: params.id, role: q.role, params: names }),
   }),
   checkpointSave: op<CheckpointSaveInput>({
     name: 'checkpointSave',
@@ -111,7 +116,7 @@ export const operations = {
     path: '/v1/records/:class/:id/checkpoint',
     write: true,
     handler: checkpointSave,
-    fromHttp: ({ params, body }) => ({ class: params.class, id: params.id, body }),
+    fromHttp: ({ params, body, names }) => ({ class: params.class, id: params.id, body, params: names }),
   }),
   claim: op<ClaimInput>({
     name: 'claim',
@@ -119,7 +124,7 @@ export const operations = {
     path: '/v1/records/:class/:id/fields/:field/claim',
     write: true,
     handler: claim,
-    fromHttp: ({ params, body }) => ({ class: params.class, id: params.id, field: params.field, body }),
+    fromHttp: ({ params, body, names }) => ({ class: params.class, id: params.id, field: params.field, body, params: names }),
   }),
   append: op<AppendInput>({
     name: 'append',
@@ -127,7 +132,7 @@ export const operations = {
     path: '/v1/records/:class/:id/fields/:field/entries',
     write: true,
     handler: append,
-    fromHttp: ({ params, body }) => ({ class: params.class, id: params.id, field: params.field, body }),
+    fromHttp: ({ params, body, names }) => ({ class: params.class, id: params.id, field: params.field, body, params: names }),
   }),
   put: op<PutInput>({
     name: 'put',
@@ -135,7 +140,7 @@ export const operations = {
     path: '/v1/records/:class/:id/fields/:field',
     write: true,
     handler: put,
-    fromHttp: ({ params, body }) => ({ class: params.class, id: params.id, field: params.field, body }),
+    fromHttp: ({ params, body, names }) => ({ class: params.class, id: params.id, field: params.field, body, params: names }),
   }),
 };
 

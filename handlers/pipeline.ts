@@ -68,6 +68,26 @@ export async function authorize(
   return { cls, roles, record };
 }
 
+// ---- parameters -----------------------------------------------------------------------
+
+/**
+ * Query parameters (MCP: arguments) as sent: an operation refuses one it does not take, and
+ * one sent twice, rather than ignore it silently. Checked after the authorization checks.
+ */
+export function checkParams(sent: readonly string[] | undefined, takes: readonly string[], where: Record<string, unknown>, what: string): void {
+  if (!sent) return;
+  const seen = new Set<string>();
+  for (const name of sent) {
+    const shown = JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name);
+    if (!takes.includes(name)) {
+      const list = takes.length > 0 ? `it takes ${takes.join(', ')}` : 'it takes none';
+      throw new SvcError('MALFORMED', `Unknown parameter ${shown} for ${what}; ${list}.`, where);
+    }
+    if (seen.has(name)) throw new SvcError('MALFORMED', `Parameter ${shown} is given more than once; send it once.`, where);
+    seen.add(name);
+  }
+}
+
 // ---- step 5 --------------------------------------------------------------------------
 
 export function checkRecordId(access: Access, id: string): void {
@@ -228,6 +248,8 @@ export interface WriteInput {
   id: string;
   field: string;
   body: RawBody;
+  /** Query parameters sent (writes take none). */
+  params?: readonly string[];
 }
 
 export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): Promise<Outcome> {
@@ -266,6 +288,7 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
     await reject(mismatch, 'identity_mismatch');
   }
 
+  checkParams(input.params, [], { record: access.record, field }, `${op.op}`); // MALFORMED parameters
   const b = op.parse(input.body, access, field, def); // MALFORMED body
   const explicit = op.premises(b);
   for (const p of explicit ?? []) {

@@ -6,7 +6,7 @@
 import * as v from 'valibot';
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
 import type { FieldRow } from '../db/port.js';
-import { basedOnSchema, bodyObject, declareNoPremisesSchema, resolvePremises, lenientInvocation, lenientPremises, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
+import { basedOnSchema, bodyObject, issuesMessage, declareNoPremisesSchema, resolvePremises, lenientInvocation, lenientPremises, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { byteLength, formatTime, KIB } from './format.js';
@@ -18,6 +18,8 @@ export interface PutInput {
   id: string;
   field: string;
   body: RawBody;
+  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
+  params?: readonly string[];
 }
 
 const putBody = v.strictObject({
@@ -84,7 +86,7 @@ const putOp: WriteOp<PutBody> = {
         );
       }
       const ev = v.safeParse(versionSchema, obj.expected_version);
-      if (!ev.success) throw new SvcError('MALFORMED', 'expected_version: must be an integer 0 or more.', where);
+      if (!ev.success) throw new SvcError('MALFORMED', `Invalid request body: expected_version: ${issuesMessage(ev.issues)}.`, where);
       expected = ev.output;
     }
     return {
@@ -199,5 +201,5 @@ function staleError(cur: FieldRow | undefined, b: PutBody, access: Parameters<ty
 }
 
 export function put(ctx: Ctx, input: PutInput): Promise<Outcome> {
-  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body }, putOp);
+  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, putOp);
 }

@@ -9,7 +9,7 @@ import { SvcError } from './errors.js';
 import { textProblem } from './body.js';
 import { canonicalJson, formatTime, MAX_RESPONSE_BYTES } from './format.js';
 import { parseLimit } from './history.js';
-import { authorize, canRead, checkScopeOwner, readableFields, renderField, requireReadable, resolveField, type Outcome } from './pipeline.js';
+import { authorize, canRead, checkParams, checkScopeOwner, readableFields, renderField, requireReadable, resolveField, type Outcome } from './pipeline.js';
 import { recordReads } from './inference.js';
 import { valueProblem } from './values.js';
 
@@ -19,6 +19,8 @@ export interface QueryInput {
   filters: Record<string, string>;
   limit?: string | number;
   after?: string;
+  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
+  params?: readonly string[];
 }
 
 export const QUERY_LIMIT_DEFAULT = 100;
@@ -58,6 +60,8 @@ export async function query(ctx: Ctx, input: QueryInput): Promise<Outcome> {
     filters.push({ field: name, values: candidates.filter((c) => valueProblem(def, c) === null) });
   }
   await checkScopeOwner(ctx, access, null);
+  // Every other parameter is a filter: each name once.
+  checkParams(input.params, ['limit', 'after', ...names], where, 'query');
 
   const limit = parseLimit(input.limit, QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, where);
   const binding = `${input.class}?${canonicalJson(input.filters)}`;

@@ -102,7 +102,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
 }
 
 /** The per-request context handed to handlers. */
-export function makeCtx(s: Services, identity: Identity, scope: string | undefined, requestId = randomUUID()): Ctx {
+export function makeCtx(s: Services, identity: Identity, scope: string | undefined, requestId: string = randomUUID()): Ctx {
   return {
     identity,
     scope,

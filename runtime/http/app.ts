@@ -11,26 +11,71 @@ import { asSvcError, invoke, operations, type Operation } from '../../handlers/i
 import type { Identity } from '../../handlers/types.js';
 import { authenticate } from '../identity/index.js';
 import { makeCtx, type Services } from '../services.js';
-import { mountMcp } from '../mcp/server.js';
+import { MCP_METHODS, MCP_PATH, mountMcp } from '../mcp/server.js';
+import { requestIdFrom, type AppEnv } from './env.js';
 
-export function createApp(s: Services): Hono {
-  const app = new Hono();
+export function createApp(s: Services): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  // Every request: an id (X-Request-Id, echoed back) and one access-log line at info with
+  // method, path, status, duration and author; never a credential, a body or a query string.
+  app.use('*', async (c, next) => {
+    const started = performance.now();
+    const requestId = requestIdFrom(c.req.header('x-request-id'), randomUUID);
+    c.set('requestId', requestId);
+    try {
+      await next();
+    } finally {
+      c.res.headers.set('x-request-id', requestId);
+      const path = c.req.path.length > 512 ? `${c.req.path.slice(0, 512)}…` : c.req.path;
+      const line = {
+        method: c.req.method,
+        path,
+        status: c.res.status,
+        duration_ms: Math.round((performance.now() - started) * 10) / 10,
+        author: c.get('author'),
+        error: c.get('errorCode'),
+        request_id: requestId,
+      };
+      // Probes come every few seconds from the kubelet: debug, so they do not drown the rest.
+      if (path === '/readyz' || path === '/healthz') s.log.debug('request', line);
+      else s.log.info('request', line);
+    }
+  });
 
   app.get('/readyz', (c) => readyz(c, s));
 
+  const methods = new Map<string, Set<string>>();
+  const route = (method: string, path: string) => methods.set(path, (methods.get(path) ?? new Set()).add(method));
   for (const op of Object.values(operations) as Operation[]) {
     app.on(op.method, op.path, (c) => handle(c, s, op));
+    route(op.method, op.path);
   }
   mountMcp(app, s);
+  for (const m of MCP_METHODS) route(m, MCP_PATH);
+  route('GET', '/readyz');
 
-  app.notFound((c) =>
-    c.json(
-      new SvcError('NOT_FOUND', `No endpoint ${c.req.method} ${c.req.path}; see the README for the API.`).body(),
-      404,
-    ),
-  );
+  // A known path with another method: 405 with Allow (registered last, so it runs only
+  // when no route of the path took the method).
+  for (const [path, allowed] of methods) {
+    const allow = [...allowed].sort().join(', ');
+    app.all(path, (c) => {
+      c.set('errorCode', 'METHOD_NOT_ALLOWED');
+      return c.json(
+        new SvcError('METHOD_NOT_ALLOWED', `${c.req.method} is not allowed on ${c.req.path}; use ${allow}.`).body(),
+        405,
+        { allow },
+      );
+    });
+  }
+
+  app.notFound((c) => {
+    c.set('errorCode', 'NOT_FOUND');
+    return c.json(new SvcError('NOT_FOUND', `No endpoint ${c.req.method} ${c.req.path}; see the README for the API.`).body(), 404);
+  });
   app.onError((e, c) => {
-    const err = asSvcError(e, { log: s.log, requestId: randomUUID() });
+    const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') ?? randomUUID() });
+    c.set('errorCode', err.code);
     return c.json(err.body(), err.status as 500);
   });
   return app;
@@ -63,7 +108,7 @@ export async function authenticateRequest(s: Services, address: string, authoriz
   }
 }
 
-export function clientAddress(c: Context, trustProxy: number): string {
+export function clientAddress(c: Context<AppEnv>, trustProxy: number): string {
   let addr = '';
   try {
     addr = getConnInfo(c).remote.address ?? '';
@@ -82,19 +127,22 @@ export function clientAddress(c: Context, trustProxy: number): string {
   return addr || 'unknown';
 }
 
-async function handle(c: Context, s: Services, op: Operation): Promise<Response> {
-  const requestId = randomUUID();
+async function handle(c: Context<AppEnv>, s: Services, op: Operation): Promise<Response> {
+  const requestId = c.get('requestId');
   try {
     const identity = await authenticateRequest(s, clientAddress(c, s.cfg.trustProxy), c.req.header('authorization'));
+    c.set('author', identity.author);
     const ctx = makeCtx(s, identity, c.req.header('x-svc-scope'), requestId);
     const body: RawBody = op.write ? await readBody(c.req.raw) : { kind: 'none' };
     // The rest of an oversized body is never read, so this connection cannot carry another request.
     if (body.kind === 'too-large') c.header('connection', 'close');
-    const input = op.fromHttp({ params: c.req.param() as Record<string, string>, query: c.req.query(), body });
+    const names = [...new URL(c.req.url).searchParams.keys()];
+    const input = op.fromHttp({ params: c.req.param() as Record<string, string>, query: c.req.query(), names, body });
     const out = await invoke(op, ctx, input);
     return c.json(out.body, out.status as 200);
   } catch (e) {
     const err = asSvcError(e, { log: s.log, requestId });
+    c.set('errorCode', err.code);
     return c.json(err.body(), err.status as 400);
   }
 }
@@ -124,5 +172,10 @@ export async function readBody(req: Request): Promise<RawBody> {
     buf.set(ch, off);
     off += ch.byteLength;
   }
-  return { kind: 'text', text: new TextDecoder('utf-8', { fatal: false }).decode(buf) };
+  try {
+    return { kind: 'text', text: new TextDecoder('utf-8', { fatal: true }).decode(buf) };
+  } catch {
+    // A decoder that replaced bad bytes with U+FFFD would store a value nobody sent.
+    return { kind: 'invalid', reason: 'The request body is not valid UTF-8; send JSON encoded as UTF-8.' };
+  }
 }

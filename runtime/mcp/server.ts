@@ -5,7 +5,6 @@
  * as on HTTP before any MCP method; the caller's identity and X-Svc-Scope reach the tools
  * through the per-request closure.
  */
-import { randomUUID } from 'node:crypto';
 import type { Context, Hono } from 'hono';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
@@ -15,9 +14,12 @@ import { asSvcError } from '../../handlers/index.js';
 import type { Identity } from '../../handlers/types.js';
 import { authenticateRequest, clientAddress } from '../http/app.js';
 import { makeCtx, type Services } from '../services.js';
+import type { AppEnv } from '../http/env.js';
 import { callTool, TOOL_LIST, type ToolArgs } from './tools.js';
 
 export const MCP_PATH = '/mcp';
+/** The methods /mcp answers (GET and DELETE with 405 after the credential check, as the SDK's stateless example). */
+export const MCP_METHODS = ['POST', 'GET', 'DELETE'] as const;
 
 const SERVER_INFO = { name: 'kslate', version: '0.9.0' };
 
@@ -33,7 +35,7 @@ const INSTRUCTIONS = [
  * Mount `/mcp` on the API app: POST carries MCP messages; GET and DELETE answer 405, as a
  * stateless server offers no SSE stream and no session to end.
  */
-export function mountMcp(app: Hono, s: Services): void {
+export function mountMcp(app: Hono<AppEnv>, s: Services): void {
   app.post(MCP_PATH, (c) => withIdentity(c, s, (identity) => serveMcp(c, s, identity)));
   app.on(['GET', 'DELETE'], MCP_PATH, (c) => withIdentity(c, s, async () => methodNotAllowed()));
 }
@@ -42,22 +44,24 @@ export function mountMcp(app: Hono, s: Services): void {
  * The credential check of every transport, before any MCP method: UNAUTHENTICATED (401) and
  * RATE_LIMITED (429) are plain HTTP answers with the error body, as on HTTP/JSON.
  */
-async function withIdentity(c: Context, s: Services, next: (identity: Identity) => Promise<Response>): Promise<Response> {
+async function withIdentity(c: Context<AppEnv>, s: Services, next: (identity: Identity) => Promise<Response>): Promise<Response> {
   let identity: Identity;
   try {
     identity = await authenticateRequest(s, clientAddress(c, s.cfg.trustProxy), c.req.header('authorization'));
   } catch (e) {
-    const err = asSvcError(e, { log: s.log, requestId: randomUUID() });
+    const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') });
+    c.set('errorCode', err.code);
     return c.json(err.body(), err.status as 401);
   }
+  c.set('author', identity.author);
   return next(identity);
 }
 
 /** One POST: a fresh server and stateless transport, answered as JSON, then both closed. */
-async function serveMcp(c: Context, s: Services, identity: Identity): Promise<Response> {
+async function serveMcp(c: Context<AppEnv>, s: Services, identity: Identity): Promise<Response> {
   const scope = c.req.header('x-svc-scope');
   // A fresh context per tool call: the handlers keep per-call trace state on it.
-  const server = createMcpServer(() => makeCtx(s, identity, scope));
+  const server = createMcpServer(() => makeCtx(s, identity, scope, c.get('requestId')));
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {

@@ -7,7 +7,7 @@
 import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { RawBody } from '../../handlers/body.js';
+import { jsonProblem, type RawBody } from '../../handlers/body.js';
 import type { Ctx } from '../../handlers/context.js';
 import { SvcError } from '../../handlers/errors.js';
 import type { CheckpointLoadInput } from '../../handlers/checkpoint-load.js';
@@ -71,11 +71,32 @@ function fieldOf(args: ToolArgs): string {
   return address(args, 'field', 'the name of the field', typeof args.record === 'string' ? { record: args.record } : {});
 }
 
-/** The keys of a request body that were sent, as a JSON body; nothing added, nothing checked. */
-function body(args: ToolArgs, keys: readonly string[]): RawBody {
+/**
+ * The arguments that are not the call's address (record, field, action), as the JSON body of
+ * the write: nothing added, nothing dropped, so a key the operation does not take is refused
+ * by the handler (`unknown key "x"`), as on HTTP.
+ */
+function body(args: ToolArgs, address: readonly string[]): RawBody {
   const value: Record<string, unknown> = {};
-  for (const k of keys) if (Object.hasOwn(args, k)) value[k] = args[k];
+  for (const [k, v] of Object.entries(args)) if (!address.includes(k)) value[k] = v;
   return { kind: 'json', value };
+}
+
+/** A read tool's arguments other than its address: the handler refuses those it does not take, as HTTP query parameters. */
+function params(args: ToolArgs, address: readonly string[]): string[] {
+  return Object.keys(args).filter((k) => !address.includes(k));
+}
+
+/**
+ * A JSON argument that must become text (a filter value, a field name) is refused when it
+ * nests deeper than bodies may, before JSON.stringify could exhaust the stack on it.
+ */
+function shallow(x: unknown, what: string): unknown {
+  if (x !== null && typeof x === 'object') {
+    const problem = jsonProblem({ x });
+    if (problem) throw new SvcError('MALFORMED', `\`${what}\` cannot be used: ${problem}.`);
+  }
+  return x;
 }
 
 /**
@@ -83,9 +104,9 @@ function body(args: ToolArgs, keys: readonly string[]): RawBody {
  * not given (a query string cannot say null); any other JSON value goes as its JSON text, which
  * the handler then judges exactly as it would the same text in a URL.
  */
-function queryText(x: unknown): string | undefined {
+function queryText(x: unknown, what = 'argument'): string | undefined {
   if (x === undefined || x === null) return undefined;
-  return typeof x === 'string' ? x : JSON.stringify(x);
+  return typeof x === 'string' ? x : JSON.stringify(shallow(x, what));
 }
 
 /** As `queryText`, but numbers pass as numbers (the handlers accept both for limits). */
@@ -95,7 +116,7 @@ function queryNumber(x: unknown): string | number | undefined {
 
 /** `fields` of svc_get: a list of names (or HTTP's comma-separated text). */
 function fieldList(x: unknown): string | string[] | undefined {
-  return Array.isArray(x) ? x.map((n) => (typeof n === 'string' ? n : JSON.stringify(n))) : queryText(x);
+  return Array.isArray(x) ? x.map((n) => (typeof n === 'string' ? n : JSON.stringify(shallow(n, 'fields')))) : queryText(x, 'fields');
 }
 
 /** svc_query `filters`: each value as an HTTP query parameter would carry it. */
@@ -106,7 +127,7 @@ function filtersOf(args: ToolArgs, cls: string): Record<string, string> {
     throw new SvcError('MALFORMED', '`filters` must be an object {<field>: <value>}.', { class: cls });
   }
   const out: Record<string, string> = {};
-  for (const [k, val] of Object.entries(f)) out[k] = typeof val === 'string' ? val : JSON.stringify(val);
+  for (const [k, val] of Object.entries(f)) out[k] = typeof val === 'string' ? val : JSON.stringify(shallow(val, `filters.${k}`));
   return out;
 }
 
@@ -167,7 +188,13 @@ export const TOOLS: readonly ToolDef[] = [
     annotations: { readOnlyHint: true, openWorldHint: false },
     run(ctx, a) {
       const r = recordOf(a);
-      const input = { ...r, fields: fieldList(a.fields), entries_limit: queryNumber(a.entries_limit), entries_before: queryText(a.entries_before) };
+      const input = {
+        ...r,
+        fields: fieldList(a.fields),
+        entries_limit: queryNumber(a.entries_limit),
+        entries_before: queryText(a.entries_before, 'entries_before'),
+        params: params(a, ['record']),
+      };
       return invoke(reads.get, ctx, input, TIMED);
     },
   },
@@ -204,7 +231,7 @@ export const TOOLS: readonly ToolDef[] = [
       const input = {
         ...recordOf(a),
         field: fieldOf(a),
-        body: body(a, ['value', 'expected_version', 'evidence', 'based_on', 'invocation']),
+        body: body(a, ['record', 'field']),
       };
       return invoke(operations.put, ctx, input, TIMED);
     },
@@ -229,7 +256,7 @@ export const TOOLS: readonly ToolDef[] = [
     }),
     annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
     run(ctx, a) {
-      const input = { ...recordOf(a), field: fieldOf(a), body: body(a, ['entry', 'evidence', 'based_on', 'invocation']) };
+      const input = { ...recordOf(a), field: fieldOf(a), body: body(a, ['record', 'field']) };
       return invoke(operations.append, ctx, input, TIMED);
     },
   },
@@ -258,7 +285,7 @@ export const TOOLS: readonly ToolDef[] = [
     }),
     annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
     run(ctx, a) {
-      const input = { ...recordOf(a), field: fieldOf(a), body: body(a, ['lease_seconds', 'renew', 'invocation']) };
+      const input = { ...recordOf(a), field: fieldOf(a), body: body(a, ['record', 'field']) };
       return invoke(operations.claim, ctx, input, TIMED);
     },
   },
@@ -285,8 +312,11 @@ export const TOOLS: readonly ToolDef[] = [
     run(ctx, a) {
       const r = recordOf(a);
       const action = address(a, 'action', '"save" or "load"', { record: a.record });
-      if (action === 'save') return invoke(operations.checkpointSave, ctx, { ...r, body: body(a, ['document']) }, TIMED);
-      if (action === 'load') return invoke(reads.checkpointLoad, ctx, { ...r, role: queryText(a.role) }, TIMED);
+      if (action === 'save') return invoke(operations.checkpointSave, ctx, { ...r, body: body(a, ['record', 'action']) }, TIMED);
+      if (action === 'load') {
+        const input = { ...r, role: queryText(a.role, 'role'), params: params(a, ['record', 'action']) };
+        return invoke(reads.checkpointLoad, ctx, input, TIMED);
+      }
       throw new SvcError('MALFORMED', '`action` must be "save" or "load".', { record: a.record });
     },
   },
@@ -309,7 +339,14 @@ export const TOOLS: readonly ToolDef[] = [
     annotations: { readOnlyHint: true, openWorldHint: false },
     run(ctx, a) {
       const cls = address(a, 'class', 'the class name, e.g. "incident"');
-      const input = { class: cls, filters: filtersOf(a, cls), limit: queryNumber(a.limit), after: queryText(a.after) };
+      const input = {
+        class: cls,
+        filters: filtersOf(a, cls),
+        limit: queryNumber(a.limit),
+        after: queryText(a.after, 'after'),
+        // The filters are one argument here, so the other arguments are checked like parameters.
+        params: params(a, ['class', 'filters']),
+      };
       return invoke(reads.query, ctx, input, TIMED);
     },
   },

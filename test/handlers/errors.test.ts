@@ -193,10 +193,31 @@ describe('unknown paths', () => {
     ['GET', '/v2/classes'],
     ['GET', '/v1/classes/incident/extra'],
     ['GET', '/v1/records/incident/e1/fields/title/extra/deeper'],
-    ['DELETE', '/v1/classes/incident'],
   ])('%s %s → 404 NOT_FOUND as JSON', async (method, path) => {
     const r = await t.call('alice', method, path);
     expectError(r, 'NOT_FOUND');
+  });
+});
+
+describe('a known path with a method it does not take', () => {
+  test.each([
+    ['DELETE', '/v1/classes/incident', 'GET'],
+    ['POST', '/v1/classes', 'GET'],
+    ['DELETE', '/v1/records/incident/e1', 'GET'],
+    ['POST', '/v1/records/incident/e1/fields/title', 'PUT'],
+    ['GET', '/v1/records/incident/e1/fields/title/claim', 'PUT'],
+    ['DELETE', '/v1/records/incident/e1/checkpoint', 'GET, PUT'],
+    ['PUT', '/v1/records/incident/e1/history', 'GET'],
+    ['PUT', '/mcp', 'DELETE, GET, POST'],
+  ])('%s %s → 405 with Allow: %s, before any credential check', async (method, path, allow) => {
+    for (const who of ['alice', null]) {
+      const res = await fetch(t.url + path, { method, headers: who ? { authorization: 'Bearer alice-test-key' } : {} });
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe(allow);
+      const body = await res.json();
+      expect(body).toMatchObject({ error: 'METHOD_NOT_ALLOWED' });
+      expect(body.message).toContain(allow);
+    }
   });
 });
 

@@ -27,7 +27,7 @@ async function series(name: string) {
 }
 
 it('100,000 random class and field names through the handlers mint no series', async () => {
-  const alice = { author: 'apikey:alice', kind: 'apikey', strength: 'shared-secret' } as const;
+  const alice = { author: 'apikey:alice', provider: 'apikey', name: 'alice', strength: 'shared-secret' } as const;
   const before = (await series('svc_rejections_total')).length;
   for (let i = 0; i < 50_000; i++) {
     const ctx = makeCtx(t.gw.services, alice, undefined);
