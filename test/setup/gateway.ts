@@ -55,7 +55,10 @@ export function manifestsYaml(classes: ClassInput[]): string {
     .join('---\n');
 }
 
-export async function startTestGateway(classes: ClassInput[], opts: { db?: TestDb; extraArgs?: string[] } = {}): Promise<TestGateway> {
+export async function startTestGateway(
+  classes: ClassInput[],
+  opts: { db?: TestDb; extraArgs?: string[]; log?: typeof quietLog } = {},
+): Promise<TestGateway> {
   const db = opts.db ?? (await freshDatabase());
   const dir = mkdtempSync(join(tmpdir(), 'kslate-gw-'));
   const classesDir = join(dir, 'classes');
@@ -84,7 +87,7 @@ export async function startTestGateway(classes: ClassInput[], opts: { db?: TestD
     ],
     {},
   );
-  const gw = await startGateway(cfg, quietLog);
+  const gw = await startGateway(cfg, opts.log ?? quietLog);
   const call: TestGateway['call'] = async (who, method, path, body, headers = {}) => {
     const h: Record<string, string> = { ...headers };
     if (who !== null) h.authorization = `Bearer ${KEYS[who] ?? who}`;

@@ -1,0 +1,71 @@
+/**
+ * The access log (issue 10, item 15): one line at info per request with method, path,
+ * status, duration, author and request id; the id is returned as X-Request-Id and carried
+ * into an error's log line; no credential, body or query string ever reaches the log.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { incident } from '../fixtures/classes.js';
+import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+
+type Line = { level: string; msg: string; data: Record<string, unknown> };
+const lines: Line[] = [];
+const capture = (level: string) => (msg: string, data: Record<string, unknown> = {}) => void lines.push({ level, msg, data });
+const log = { debug: capture('debug'), info: capture('info'), warn: capture('warn'), error: capture('error') };
+
+let t: TestGateway;
+beforeAll(async () => {
+  t = await startTestGateway([incident], { log });
+});
+afterAll(() => t?.close());
+
+const requestLines = (id: string) => lines.filter((l) => l.msg === 'request' && l.data.request_id === id);
+
+it('one info line per request with method, path, status, duration and author; X-Request-Id returned', async () => {
+  const res = await fetch(`${t.url}/v1/records/incident/a1/fields/title`, {
+    method: 'PUT',
+    headers: { authorization: 'Bearer alice-test-key', 'content-type': 'application/json' },
+    body: JSON.stringify({ value: 'secret-value-123', expected_version: 0, evidence: 'secret-evidence' }),
+  });
+  expect(res.status).toBe(201);
+  const id = res.headers.get('x-request-id')!;
+  expect(id).toMatch(/^[0-9a-f-]{36}$/);
+  const [line, ...more] = requestLines(id);
+  expect(more).toHaveLength(0);
+  expect(line.level).toBe('info');
+  expect(line.data).toMatchObject({ method: 'PUT', path: '/v1/records/incident/a1/fields/title', status: 201, author: 'apikey:alice' });
+  expect(typeof line.data.duration_ms).toBe('number');
+});
+
+it('a well-formed incoming X-Request-Id is kept; a malformed one is replaced', async () => {
+  const kept = await fetch(`${t.url}/v1/classes`, { headers: { authorization: 'Bearer alice-test-key', 'x-request-id': 'proxy-42.a:b' } });
+  expect(kept.headers.get('x-request-id')).toBe('proxy-42.a:b');
+  expect(requestLines('proxy-42.a:b')).toHaveLength(1);
+  const replaced = await fetch(`${t.url}/v1/classes`, { headers: { authorization: 'Bearer alice-test-key', 'x-request-id': 'bad id\twith "quotes"' } });
+  expect(replaced.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+});
+
+it('401, 429-bound and MCP requests are logged with their error code, never with the credential', async () => {
+  const bad = await fetch(`${t.url}/v1/classes?x=1`, { headers: { authorization: 'Bearer wrong-secret-token-777' } });
+  expect(bad.status).toBe(401);
+  const line = requestLines(bad.headers.get('x-request-id')!)[0];
+  expect(line.data).toMatchObject({ status: 401, error: 'UNAUTHENTICATED' });
+  const mcp = await fetch(`${t.url}/mcp`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer alice-test-key', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+  });
+  expect(requestLines(mcp.headers.get('x-request-id')!)[0].data).toMatchObject({ method: 'POST', path: '/mcp', status: 200, author: 'apikey:alice' });
+  const all = JSON.stringify(lines);
+  for (const secret of ['alice-test-key', 'wrong-secret-token-777', 'secret-value-123', 'secret-evidence', 'x=1']) {
+    expect(all).not.toContain(secret);
+  }
+});
+
+it('the id of a request that failed is in its error log line too', async () => {
+  const res = await fetch(`${t.url}/v1/records/incident/a1`, { headers: { authorization: 'Bearer alice-test-key', 'x-request-id': 'trace-me' } });
+  expect(res.status).toBe(200);
+  // An UNAVAILABLE or INTERNAL is logged by asSvcError with request_id; a rejection carries its code.
+  const r = await fetch(`${t.url}/v1/records/nope/a1`, { headers: { authorization: 'Bearer alice-test-key', 'x-request-id': 'trace-404' } });
+  expect(r.status).toBe(404);
+  expect(requestLines('trace-404')[0].data).toMatchObject({ status: 404, error: 'NOT_FOUND' });
+});
