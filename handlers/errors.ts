@@ -60,10 +60,16 @@ export class SvcError extends Error {
   readonly extra: Record<string, unknown>;
 
   constructor(code: ErrorCode, message: string, extra: Record<string, unknown> = {}) {
-    super(message);
+    // Messages and the names they echo are bounded: a 70,000-character field name must not
+    // make a 70 KB error (on gRPC it travels in trailers, which clients cap at 8 KiB).
+    super(clip(message, MAX_MESSAGE_CHARS));
     this.name = 'SvcError';
     this.code = code;
     this.extra = extra;
+    for (const k of ECHOED_KEYS) {
+      const v = extra[k];
+      if (typeof v === 'string' && v.length > MAX_ECHO_CHARS) this.extra = { ...this.extra, [k]: clip(v, MAX_ECHO_CHARS) };
+    }
   }
 
   get status(): number {
@@ -74,6 +80,16 @@ export class SvcError extends Error {
   body(): Record<string, unknown> {
     return { error: this.code, message: this.message, ...this.extra };
   }
+}
+
+/** Longest error message; longer ones (echoing huge input) are cut with an ellipsis. */
+export const MAX_MESSAGE_CHARS = 1024;
+/** Longest `record`, `field` or `class` echoed in an error body (ids are at most 256 bytes; names from a URL can be anything). */
+export const MAX_ECHO_CHARS = 512;
+const ECHOED_KEYS = ['record', 'field', 'class'] as const;
+
+function clip(s: string, max: number): string {
+  return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
 }
 
 export function isSvcError(e: unknown): e is SvcError {

@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import type { Logger } from '../../handlers/context.js';
 import type { ClassSpec } from '../../handlers/types.js';
 import { parseConfig } from '../../runtime/config.js';
 import { startGateway, type Gateway } from '../../runtime/serve.js';
@@ -57,7 +58,7 @@ export function manifestsYaml(classes: ClassInput[]): string {
 
 export async function startTestGateway(
   classes: ClassInput[],
-  opts: { db?: TestDb; extraArgs?: string[]; log?: typeof quietLog } = {},
+  opts: { db?: TestDb; extraArgs?: string[]; log?: Logger } = {},
 ): Promise<TestGateway> {
   const db = opts.db ?? (await freshDatabase());
   const dir = mkdtempSync(join(tmpdir(), 'kslate-gw-'));
