@@ -17,6 +17,7 @@ export function createApp(s: Services): Hono {
   const app = new Hono();
 
   app.get('/readyz', (c) => readyz(c, s));
+  app.get('/healthz', (c) => healthz(c));
 
   for (const op of Object.values(operations) as Operation[]) {
     app.on(op.method, op.path, (c) => handle(c, s, op));
@@ -34,6 +35,11 @@ export function createApp(s: Services): Hono {
     return c.json(err.body(), err.status as 500);
   });
   return app;
+}
+
+/** Liveness: the process is up and answering; independent of the database, 200 while draining too. */
+export function healthz(c: Context): Response {
+  return c.json({ status: 'ok' }, 200);
 }
 
 export async function readyz(c: Context, s: Services): Promise<Response> {
