@@ -188,7 +188,10 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
       api.server.close();
       const drained = await inFlight.idle(left());
       if (drained) log.info('drained: every request in flight has finished');
-      else log.warn(`drain timeout: cutting off ${inFlight.count()} requests still in flight after ${drainTimeoutMs / 1000}s`);
+      else {
+        const n = inFlight.count();
+        log.warn(`drain timeout: cutting off ${n} request${n === 1 ? '' : 's'} still in flight after ${drainTimeoutMs / 1000}s`);
+      }
       await closeHttp();
       if (grpcClosed) {
         await grpcClosed;

@@ -354,6 +354,14 @@ async function holdPort(): Promise<{ port: number; server: Server }> {
   return { port: typeof addr === 'object' && addr ? addr.port : 0, server };
 }
 
+function holdPortNumber(port: number): Promise<Server> {
+  return new Promise((resolvePromise, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolvePromise(server));
+  });
+}
+
 describe.concurrent('a port already in use', { timeout: 60_000 }, () => {
   /** One line naming the port and the setting that changes it, exit 1, no stack trace. */
   function expectOneLine(r: Awaited<ReturnType<typeof kslate>>, port: number, flag: string, env: string) {
@@ -402,6 +410,26 @@ describe.concurrent('a port already in use', { timeout: 60_000 }, () => {
       expectOneLine(r, held.port, '--grpc-port', 'KSLATE_GRPC_PORT');
     } finally {
       held.server.close();
+    }
+  });
+
+  it('kslate dev: the API port, after its embedded PostgreSQL started (which it stops again)', async () => {
+    const held = await holdPort();
+    const dataDir = mkdtempSync(join(tmpdir(), 'kslate-devapi-'));
+    const pgPort = await freePort();
+    try {
+      const r = await kslate(
+        ['dev', '--data-dir', dataDir, '--dev-pg-port', String(pgPort), '--listen', `127.0.0.1:${held.port}`, '--metrics-port', '0'],
+        cleanEnv(),
+        60_000,
+      );
+      expectOneLine(r, held.port, '--listen', 'KSLATE_LISTEN');
+      // Its PostgreSQL is not left running: the port is free again.
+      const again = await holdPortNumber(pgPort);
+      again.close();
+    } finally {
+      held.server.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 

@@ -133,7 +133,7 @@ const within = <T>(p: Promise<T>, ms: number, what: string) =>
 
 describe('kslate serve on SIGTERM', { timeout: 90_000 }, () => {
   it(`answers /readyz 503 at once, finishes all ${IN_FLIGHT} requests in flight, then exits 0 with a line per phase`, async () => {
-    const gw = await serve(['--db-timeout', '60s', '--drain-timeout', '20s']);
+    const gw = await serve(['--db-timeout', '60s', '--drain-timeout', '20s', '--grpc-port', String(await freePort())]);
     const rids = Array.from({ length: IN_FLIGHT }, (_, i) => `r${i}`);
     for (const rid of rids) expect((await put(gw, rid, 'v1', 0)).status).toBe(201);
 
@@ -175,6 +175,7 @@ describe('kslate serve on SIGTERM', { timeout: 90_000 }, () => {
       const phases = [
         `shutting down: draining ${IN_FLIGHT} in-flight requests`,
         'drained',
+        'gRPC stopped',
         'database pool closed',
         'stopped',
       ];
@@ -219,7 +220,7 @@ describe('kslate serve on SIGTERM', { timeout: 90_000 }, () => {
       expect(tookMs).toBeLessThan(5_000);
       expect(await hung).toBeInstanceOf(Error); // cut off, not answered
       const msgs = logLines(gw.served.stdout()).map((l) => l.msg);
-      expect(msgs.some((m) => m.startsWith('drain timeout: cutting off 1 requests'))).toBe(true);
+      expect(msgs.some((m) => m.startsWith('drain timeout: cutting off 1 request still in flight after 2s'))).toBe(true);
       expect(msgs.at(-1)).toBe('stopped');
       console.log(`drain timeout 2s: exited 0 after ${tookMs} ms with 1 request still blocked`);
     } finally {
