@@ -246,3 +246,17 @@ describe('--dev-pg-port (KSLATE_DEV_PG_PORT)', () => {
     expect(e.message).toContain('--dev-pg-port (KSLATE_DEV_PG_PORT)');
   });
 });
+
+describe('README configuration table', () => {
+  it('lists every flag with its variable and default, as FLAGS (and `kslate help`) do', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { FLAGS } = await import('../../runtime/config.js');
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    for (const [flag, spec] of Object.entries(FLAGS)) {
+      const row = readme.split('\n').find((l) => l.startsWith('|') && l.includes(`\`--${flag}\``));
+      expect(row, `README has no table row for --${flag}`).toBeTruthy();
+      expect(row).toContain(`\`${spec.env}\``);
+      if (spec.default !== undefined) expect(row).toContain(`\`${spec.default}\``);
+    }
+  });
+});
