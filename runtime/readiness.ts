@@ -21,7 +21,10 @@ export class Readiness {
   private pending: Promise<Answer> | null = null;
 
   constructor(
+    /** The requests' pool: the probe is as bounded as a request. */
     private readonly pool: pg.Pool,
+    /** Where the schema is applied: migrations are not held to the requests' budget. */
+    private readonly migrationPool: pg.Pool,
     private readonly log: Logger,
     /** Runs after the schema was (re-)applied: reconcile classes, drop caches. */
     private readonly afterApply: () => Promise<void>,
@@ -90,7 +93,7 @@ export class Readiness {
   /** Apply the schema unless already applying; never throws (logs what to do instead). */
   ensureSchema(): Promise<void> {
     if (!this.applying) {
-      this.applying = migrate(this.pool)
+      this.applying = migrate(this.migrationPool)
         .then(async ({ applied }) => {
           if (applied.length > 0) this.log.info('database schema applied', { versions: applied });
           await this.afterApply();

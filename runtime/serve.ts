@@ -62,7 +62,7 @@ function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, h
 export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
   const services = await createServices(cfg, log);
   try {
-    const { applied } = await migrate(services.pool);
+    const { applied } = await migrate(services.maintenancePool);
     if (applied.length > 0) log.info('database schema applied', { versions: applied });
   } catch (e) {
     // Keep serving: every request answers 503 until the database is back, then /readyz applies it.

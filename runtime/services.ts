@@ -18,7 +18,13 @@ import { Readiness } from './readiness.js';
 
 export interface Services {
   cfg: Config;
+  /** Requests' pool: every statement bounded by --db-timeout. */
   pool: pg.Pool;
+  /**
+   * Migrations and sweeps: a few connections with a generous bound (MAINTENANCE_TIMEOUT_MS), so
+   * an index build or a large prune is not cancelled by the requests' budget.
+   */
+  maintenancePool: pg.Pool;
   db: PgDb;
   classes: ClassRegistry;
   metrics: PromMetrics;
@@ -38,6 +44,9 @@ export interface Services {
 }
 
 /** The process cannot start as configured; the message says what to change. Exit code 2. */
+/** The bound on migration and sweep statements (a frozen server still fails them, eventually). */
+export const MAINTENANCE_TIMEOUT_MS = 300_000;
+
 export class StartupError extends Error {
   readonly exitCode: number = 2;
 }
@@ -84,17 +93,30 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
         ? log.debug('database connection closed while stopping', { error: e.message })
         : log.warn('database connection lost; reconnecting on next use', { error: e.message }),
   });
+  const maintenancePool = createPool({
+    connectionString: cfg.databaseUrl,
+    max: 2,
+    timeoutMs: Math.max(cfg.dbTimeoutMs, MAINTENANCE_TIMEOUT_MS),
+    onPoolError: (e) => log.debug('maintenance database connection lost; reconnecting on next use', { error: e.message }),
+  });
   const db = new PgDb(pool, () => void readiness.ensureSchema());
+  const maintenanceDb = new PgDb(maintenancePool);
   const classes = cachedRegistry(() => db.listClasses(), () => Date.now());
   const classSource = cfg.classesDir ? () => readClassDir(cfg.classesDir!) : undefined;
   const running = new Set<Promise<unknown>>();
   const sweepOnce = () => {
-    const p = sweep({ db, log, classSource, onClassesChanged: () => classes.invalidate(), withLock: (k, fn) => db.withLock(k, fn) });
+    const p = sweep({
+      db: maintenanceDb,
+      log,
+      classSource,
+      onClassesChanged: () => classes.invalidate(),
+      withLock: (k, fn) => maintenanceDb.withLock(k, fn),
+    });
     const settled = p.catch(() => undefined).finally(() => running.delete(settled));
     running.add(settled);
     return p;
   };
-  readiness = new Readiness(pool, log, async () => {
+  readiness = new Readiness(pool, maintenancePool, log, async () => {
     key = null; // a re-applied schema has a new cursor key
     classes.invalidate();
     if (classSource) await sweepOnce();
@@ -102,6 +124,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
   return {
     cfg,
     pool,
+    maintenancePool,
     db,
     classes,
     metrics: createMetrics(),
@@ -132,7 +155,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
       // pool.end() waits for every checked-out client; one stuck on a lock past the budget is
       // left to the process exit (PostgreSQL rolls its transaction back).
       return until(
-        db.kysely.destroy().catch(() => undefined),
+        Promise.all([db.kysely.destroy(), maintenanceDb.kysely.destroy()]).catch(() => undefined),
         Math.max(500, deadline - Date.now()),
       );
     },

@@ -92,6 +92,25 @@ it('--db-timeout bounds a lock wait on a live database: 503 UNAVAILABLE saying s
   expect(put.status).toBe(200);
 });
 
+it('--db-timeout bounds requests, not the sweep: a sweep waiting 2 s on a lock still reconciles', async () => {
+  const gw = t!;
+  const c = new pg.Client({ connectionString: pgServer!.url });
+  await c.connect();
+  let release: NodeJS.Timeout | undefined;
+  try {
+    await c.query('begin');
+    await c.query(`select 1 from classes where name = 'incident' for update`);
+    release = setTimeout(() => void c.query('commit'), 2_000);
+    const report = await gw.gw.services.sweepOnce();
+    expect(report.ran).toBe(true);
+    expect(report.classes?.applied).toEqual(['incident']);
+  } finally {
+    clearTimeout(release);
+    await c.query('commit').catch(() => undefined);
+    await c.end();
+  }
+});
+
 it('with PostgreSQL frozen: requests 503 within the budget, /readyz 503 within ~2 s; after SIGCONT it recovers', async () => {
   const gw = t!;
   expect((await gw.call('alice', 'PUT', '/v1/records/incident/kept/fields/title', { value: 'v', expected_version: 0 })).status).toBe(201);
