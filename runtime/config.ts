@@ -43,7 +43,7 @@ export const FLAGS: Record<string, FlagSpec> = {
   'database-url': { env: 'KSLATE_DATABASE_URL', help: 'PostgreSQL connection string (required for serve, sweep)' },
   listen: { env: 'KSLATE_LISTEN', help: 'HTTP/JSON and MCP address host:port', default: '127.0.0.1:8080' },
   'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
-  'metrics-port': { env: 'KSLATE_METRICS_PORT', help: 'metrics and /readyz port', default: '9100' },
+  'metrics-port': { env: 'KSLATE_METRICS_PORT', help: 'metrics, /readyz and /healthz port', default: '9100' },
   'max-conns': { env: 'KSLATE_MAX_CONNS', help: 'concurrent connections', default: '4096' },
   'tls-cert': { env: 'KSLATE_TLS_CERT', help: 'PEM certificate file; serves TLS with --tls-key' },
   'tls-key': { env: 'KSLATE_TLS_KEY', help: 'PEM private key file' },
