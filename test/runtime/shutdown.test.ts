@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -142,6 +143,12 @@ describe('kslate serve on SIGTERM', { timeout: 90_000 }, () => {
     try {
       const inFlight = rids.map((rid) => put(gw, rid, 'v2', 1));
       await waitForLockWaiters(gw.db, IN_FLIGHT);
+      // An idle keep-alive connection, opened and used before the signal.
+      const idle = connect(Number(new URL(gw.base).port), '127.0.0.1');
+      const idleClosed = new Promise<void>((r) => idle.once('close', () => r()));
+      const firstAnswer = new Promise<string>((r) => idle.once('data', (d) => r(String(d))));
+      idle.write('GET /healthz HTTP/1.1\r\nHost: kslate\r\n\r\n');
+      expect(await firstAnswer).toMatch(/^HTTP\/1\.1 200[\s\S]*keep-alive/i);
 
       const t0 = Date.now();
       gw.served.child.kill('SIGTERM');
@@ -155,8 +162,9 @@ describe('kslate serve on SIGTERM', { timeout: 90_000 }, () => {
       expect(ready.body.message).toMatch(/shutting down/);
       expect(readyAfterMs).toBeLessThan(1_000);
       expect((await getJson(`${gw.metrics}/healthz`)).status).toBe(200);
-      // No new connections on the API port.
+      // No new connections on the API port, and idle ones are closed.
       await expect(fetch(`${gw.base}/healthz`)).rejects.toThrow();
+      await within(idleClosed, 1_000, 'closing the idle keep-alive connection');
 
       await new Promise((r) => setTimeout(r, 300));
       expect(gw.served.child.exitCode).toBeNull(); // still draining: the requests hold it open
