@@ -25,7 +25,14 @@ const SCHEMA_CODES = new Set(['42P01', '42883', '3F000']);
 /** Text, JSON or numbers PostgreSQL cannot store; the handlers refuse them first, this is the net below. */
 const DATA_CODES = new Set(['22P05', '22021', '22025', '22032', '22003']);
 
-export type DbFault = 'unreachable' | 'schema' | 'data' | null;
+/** The request's database budget (--db-timeout) ran out, on the server or in the client. */
+const TIMEOUT_CODES = new Set([
+  '57014', // query_canceled: statement_timeout
+  '55P03', // lock_not_available: lock_timeout
+  '25P03', // idle_in_transaction_session_timeout
+]);
+
+export type DbFault = 'unreachable' | 'schema' | 'data' | 'timeout' | null;
 
 /** Classify a driver error; anything else is a real fault (INTERNAL). */
 export function classifyDbError(e: unknown): DbFault {
@@ -34,8 +41,11 @@ export function classifyDbError(e: unknown): DbFault {
   const code = typeof err.code === 'string' ? err.code : '';
   if (SCHEMA_CODES.has(code)) return 'schema';
   if (DATA_CODES.has(code)) return 'data';
+  if (TIMEOUT_CODES.has(code)) return 'timeout';
   if (UNREACHABLE_CODES.has(code) || code.startsWith('08')) return 'unreachable';
   const msg = typeof err.message === 'string' ? err.message : '';
+  // pg's client-side query_timeout (node_modules/pg/lib/client.js): the server did not answer at all.
+  if (msg === 'Query read timeout') return 'timeout';
   if (
     /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended unexpectedly|the database system is (starting up|shutting down)/i.test(
       msg,
@@ -51,6 +61,12 @@ export function toUnavailable(e: unknown, onSchemaMissing?: () => void): unknown
   const fault = classifyDbError(e);
   if (fault === 'unreachable') {
     return new SvcError('UNAVAILABLE', 'The database is unreachable; retry shortly (the gateway reconnects by itself).');
+  }
+  if (fault === 'timeout') {
+    return new SvcError(
+      'UNAVAILABLE',
+      'The database did not finish this request within its time budget (--db-timeout) and it was cancelled; retry shortly (a write that timed out may need a read first to see whether it applied).',
+    );
   }
   if (fault === 'data') {
     return new SvcError(

@@ -21,7 +21,16 @@ export interface Config {
   trustProxy: number;
   logLevel: string;
   dataDir: string;
+  /** How long a stopping gateway lets requests in flight finish (SIGTERM/SIGINT). */
+  drainTimeoutMs: number;
+  /** Budget for one request's database work; the server-side timeouts and the client-side bound. */
+  dbTimeoutMs: number;
+  /** dev only: the embedded PostgreSQL's port. */
+  devPgPort: number;
 }
+
+/** The log levels --log-level accepts. */
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
 interface FlagSpec {
   env: string;
@@ -34,7 +43,7 @@ export const FLAGS: Record<string, FlagSpec> = {
   'database-url': { env: 'KSLATE_DATABASE_URL', help: 'PostgreSQL connection string (required for serve, sweep)' },
   listen: { env: 'KSLATE_LISTEN', help: 'HTTP/JSON and MCP address host:port', default: '127.0.0.1:8080' },
   'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
-  'metrics-port': { env: 'KSLATE_METRICS_PORT', help: 'metrics and /readyz port', default: '9100' },
+  'metrics-port': { env: 'KSLATE_METRICS_PORT', help: 'metrics, /readyz and /healthz port', default: '9100' },
   'max-conns': { env: 'KSLATE_MAX_CONNS', help: 'concurrent connections', default: '4096' },
   'tls-cert': { env: 'KSLATE_TLS_CERT', help: 'PEM certificate file; serves TLS with --tls-key' },
   'tls-key': { env: 'KSLATE_TLS_KEY', help: 'PEM private key file' },
@@ -44,7 +53,18 @@ export const FLAGS: Record<string, FlagSpec> = {
   apikeys: { env: 'KSLATE_APIKEYS', help: 'API key file (apikeys.yaml) for the apikey provider' },
   'trust-proxy': { env: 'KSLATE_TRUST_PROXY', help: 'number of proxy hops to trust for the client address', default: '0' },
   'log-level': { env: 'KSLATE_LOG_LEVEL', help: 'debug, info, warn or error', default: 'info' },
+  'drain-timeout': {
+    env: 'KSLATE_DRAIN_TIMEOUT',
+    help: 'on SIGTERM/SIGINT, let requests in flight finish for at most this long',
+    default: '25s',
+  },
+  'db-timeout': {
+    env: 'KSLATE_DB_TIMEOUT',
+    help: "a request's database work longer than this answers 503 UNAVAILABLE",
+    default: '10s',
+  },
   'data-dir': { env: 'KSLATE_DATA_DIR', help: 'dev only: where the embedded PostgreSQL keeps its data', default: '.kslate' },
+  'dev-pg-port': { env: 'KSLATE_DEV_PG_PORT', help: "dev only: the embedded PostgreSQL's port", default: '54329' },
 };
 
 export class ConfigError extends Error {}
@@ -83,6 +103,18 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     }
     sweepIntervalMs = ms;
   }
+  const duration = (flag: string, example: string): number => {
+    const s = raw(flag) ?? '';
+    const ms = parseDuration(s);
+    if (ms === null || ms <= 0) {
+      throw new ConfigError(`--${flag} (${FLAGS[flag].env}) must be a duration like ${example}; got "${s}".`);
+    }
+    return ms;
+  };
+  const logLevel = raw('log-level') ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError(`--log-level (KSLATE_LOG_LEVEL) must be one of ${LOG_LEVELS.join(', ')}; got "${logLevel}".`);
+  }
   const identity = (raw('identity') ?? '')
     .split(',')
     .map((s) => s.trim())
@@ -111,7 +143,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     identity,
     apikeysFile: raw('apikeys') || undefined,
     trustProxy: int('trust-proxy', 0, 32),
-    logLevel: raw('log-level') ?? 'info',
+    logLevel,
     dataDir: raw('data-dir') ?? '.kslate',
+    drainTimeoutMs: duration('drain-timeout', '25s'),
+    dbTimeoutMs: duration('db-timeout', '10s'),
+    devPgPort: int('dev-pg-port', 1, 65535),
   };
 }

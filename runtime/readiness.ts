@@ -1,23 +1,72 @@
 /**
  * Readiness: 200 when the expected schema version is present. When it is missing, the
  * schema is (re-)applied in the background — once at a time — and the answer is 503 meanwhile.
+ * A stopping gateway is not ready (draining), and a database that does not answer within
+ * CHECK_TIMEOUT_MS makes it not ready rather than hanging the probe.
  */
 import type pg from 'pg';
 import { migrate, schemaVersion, SCHEMA_VERSION } from '../db/migrate.js';
 import { classifyDbError } from '../db/errors.js';
 import type { Logger } from '../handlers/context.js';
 
+/** How long a probe waits for the database: a frozen server answers 503 instead of hanging. */
+export const CHECK_TIMEOUT_MS = 2_000;
+
+type Answer = { ready: true } | { ready: false; message: string };
+
 export class Readiness {
   private applying: Promise<void> | null = null;
+  private draining = false;
+  /** The database check under way: concurrent probes share it rather than piling up queries. */
+  private pending: Promise<Answer> | null = null;
 
   constructor(
+    /** The requests' pool: the probe is as bounded as a request. */
     private readonly pool: pg.Pool,
+    /** Where the schema is applied: migrations are not held to the requests' budget. */
+    private readonly migrationPool: pg.Pool,
     private readonly log: Logger,
     /** Runs after the schema was (re-)applied: reconcile classes, drop caches. */
     private readonly afterApply: () => Promise<void>,
   ) {}
 
-  async check(): Promise<{ ready: true } | { ready: false; message: string }> {
+  /** From now on /readyz answers 503: the gateway is stopping (SIGTERM/SIGINT). */
+  startDraining(): void {
+    this.draining = true;
+  }
+
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
+  async check(): Promise<Answer> {
+    if (this.draining) {
+      return { ready: false, message: 'The gateway is shutting down; send requests to another replica.' };
+    }
+    if (!this.pending) {
+      this.pending = this.checkDatabase().finally(() => {
+        this.pending = null;
+      });
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<Answer>((resolve) => {
+      timer = setTimeout(
+        () =>
+          resolve({
+            ready: false,
+            message: `The database did not answer within ${CHECK_TIMEOUT_MS / 1000}s; the gateway keeps retrying.`,
+          }),
+        CHECK_TIMEOUT_MS,
+      );
+    });
+    try {
+      return await Promise.race([this.pending, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async checkDatabase(): Promise<Answer> {
     // Not ready until a re-apply has finished with its follow-up (class reconcile): the
     // schema alone, with an empty class table, would answer NOT_FOUND to every record.
     if (this.applying) {
@@ -44,7 +93,7 @@ export class Readiness {
   /** Apply the schema unless already applying; never throws (logs what to do instead). */
   ensureSchema(): Promise<void> {
     if (!this.applying) {
-      this.applying = migrate(this.pool)
+      this.applying = migrate(this.migrationPool)
         .then(async ({ applied }) => {
           if (applied.length > 0) this.log.info('database schema applied', { versions: applied });
           await this.afterApply();

@@ -5,14 +5,15 @@
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { migrate } from '../db/migrate.js';
 import type { Logger } from '../handlers/context.js';
 import type { Config } from './config.js';
 import { startGrpc, type GrpcServer } from './grpc/server.js';
-import { createApp, readyz } from './http/app.js';
-import { createServices, type Services } from './services.js';
+import { createApp, healthz, readyz } from './http/app.js';
+import { createServices, PortInUseError, type Services } from './services.js';
 
 export interface Gateway {
   services: Services;
@@ -20,7 +21,24 @@ export interface Gateway {
   metricsUrl: string;
   /** The bound gRPC port; absent when gRPC is off (--grpc-port 0). */
   grpcPort?: number;
+  /** Stop at once: open connections are cut (tests, startup failures). */
   close(): Promise<void>;
+  /**
+   * Stop gracefully (SIGTERM/SIGINT): /readyz answers 503 at once, no new connections,
+   * requests in flight finish within `drainTimeoutMs`, then gRPC, the sweep and the pool.
+   * Logs one line per phase; the caller logs "stopped".
+   */
+  shutdown(drainTimeoutMs: number): Promise<void>;
+}
+
+/** EADDRINUSE (also inside gRPC's bind message) becomes one line naming the port and its setting. */
+function portInUse(e: unknown, port: number, setting: string): unknown {
+  const code = (e as { code?: unknown } | null)?.code;
+  const message = e instanceof Error ? e.message : String(e);
+  if (code === 'EADDRINUSE' || /EADDRINUSE/.test(message)) {
+    return new PortInUseError(`port ${port} is already in use (${setting}); stop what holds it or choose another port.`);
+  }
+  return e;
 }
 
 function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, host: string, port: number, cfg: Config, tls: boolean) {
@@ -44,7 +62,7 @@ function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, h
 export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
   const services = await createServices(cfg, log);
   try {
-    const { applied } = await migrate(services.pool);
+    const { applied } = await migrate(services.maintenancePool);
     if (applied.length > 0) log.info('database schema applied', { versions: applied });
   } catch (e) {
     // Keep serving: every request answers 503 until the database is back, then /readyz applies it.
@@ -54,12 +72,14 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
     await services.sweepOnce().catch((e) => log.warn('class reconcile at start failed; will retry', { error: (e as Error).message }));
   }
   let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
   if (cfg.sweepIntervalMs) {
     const tick = () =>
       services
         .sweepOnce()
         .catch((e) => log.warn('sweep failed; will retry next interval', { error: (e as Error).message }))
         .finally(() => {
+          if (stopped) return;
           timer = setTimeout(tick, cfg.sweepIntervalMs);
           timer.unref();
         });
@@ -67,20 +87,16 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
     timer.unref();
   }
 
+  const stopSweeps = () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+  };
+
   const tls = Boolean(cfg.tlsCert);
-  const api = await listen(createApp(services).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
-  (api.server as unknown as { maxConnections: number }).maxConnections = cfg.maxConns;
-
-  const metricsApp = new Hono();
-  metricsApp.get('/metrics', async (c) =>
-    c.text(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }),
-  );
-  metricsApp.get('/readyz', (c) => readyz(c, services));
-  const metrics = await listen(metricsApp.fetch, cfg.listenHost, cfg.metricsPort, cfg, false);
-
+  const servers: ServerType[] = [];
   const closeHttp = () =>
     Promise.all(
-      [api.server, metrics.server].map(
+      servers.map(
         (srv) =>
           new Promise<void>((res) => {
             (srv as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
@@ -88,9 +104,49 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
           }),
       ),
     );
+  /** Nothing half-started: a gateway that cannot listen where it was asked does not run. */
+  const abandon = async (e: unknown) => {
+    stopSweeps();
+    await closeHttp();
+    await services.close();
+    return e;
+  };
+
+  let api: { server: ServerType; port: number };
+  try {
+    api = await listen(createApp(services).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
+  } catch (e) {
+    throw await abandon(portInUse(e, cfg.listenPort, 'API port: --listen / KSLATE_LISTEN'));
+  }
+  servers.push(api.server);
+  (api.server as unknown as { maxConnections: number }).maxConnections = cfg.maxConns;
+  const inFlight = trackRequests(api.server);
+
+  const metricsApp = new Hono();
+  metricsApp.get('/metrics', async (c) =>
+    c.text(await services.metrics.registry.metrics(), 200, { 'content-type': services.metrics.registry.contentType }),
+  );
+  metricsApp.get('/readyz', (c) => readyz(c, services));
+  metricsApp.get('/healthz', (c) => healthz(c));
+  let metrics: { server: ServerType; port: number };
+  try {
+    metrics = await listen(metricsApp.fetch, cfg.listenHost, cfg.metricsPort, cfg, false);
+  } catch (e) {
+    throw await abandon(portInUse(e, cfg.metricsPort, 'metrics port: --metrics-port / KSLATE_METRICS_PORT'));
+  }
+  servers.push(metrics.server);
 
   let grpcServer: GrpcServer | undefined;
   if (cfg.grpcPort !== 0) {
+    // grpc-js prints its own errors to stderr ("E No address added ..." before a bind fails);
+    // route them through our log, where a failed bind is already one clear line.
+    grpc.setLogger({
+      error: (msg: unknown, ...rest: unknown[]) => {
+        const text = [msg, ...rest].map(String).join(' ');
+        if (/No address added/.test(text)) log.debug(`grpc: ${text}`);
+        else log.warn(`grpc: ${text}`);
+      },
+    });
     try {
       grpcServer = await startGrpc(services, {
         host: cfg.listenHost,
@@ -98,11 +154,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
         tls: tls ? { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) } : undefined,
       });
     } catch (e) {
-      // Nothing half-started: a gateway without the gRPC it was asked for does not run.
-      if (timer) clearTimeout(timer);
-      await closeHttp();
-      await services.close();
-      throw e;
+      throw await abandon(portInUse(e, cfg.grpcPort, 'gRPC port: --grpc-port / KSLATE_GRPC_PORT'));
     }
   }
 
@@ -117,9 +169,80 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
     metricsUrl,
     ...(grpcServer ? { grpcPort: grpcServer.port } : {}),
     async close() {
-      if (timer) clearTimeout(timer);
-      await Promise.all([closeHttp(), grpcServer?.close()]);
+      stopSweeps();
+      await Promise.all([closeHttp(), grpcServer?.close(5_000)]);
       await services.close();
+    },
+    async shutdown(drainTimeoutMs) {
+      const deadline = Date.now() + drainTimeoutMs;
+      const left = () => Math.max(0, deadline - Date.now());
+      services.readiness.startDraining();
+      stopSweeps();
+      log.info(`shutting down: draining ${inFlight.count()} in-flight requests (at most ${drainTimeoutMs / 1000}s)`);
+      // gRPC refuses new calls and lets its calls in flight finish within the same budget.
+      const grpcClosed = grpcServer?.close(left());
+      // No new connections on the API port; requests on connections already open are still
+      // served, with Connection: close, and idle keep-alive connections are closed now. The
+      // metrics port stays up meanwhile so probes see /readyz 503 rather than a refused connection.
+      inFlight.drain();
+      api.server.close();
+      const drained = await inFlight.idle(left());
+      if (drained) log.info('drained: every request in flight has finished');
+      else {
+        const n = inFlight.count();
+        log.warn(`drain timeout: cutting off ${n} request${n === 1 ? '' : 's'} still in flight after ${drainTimeoutMs / 1000}s`);
+      }
+      await closeHttp();
+      if (grpcClosed) {
+        await grpcClosed;
+        log.info('gRPC stopped');
+      }
+      // A sweep that was already running finishes (its advisory lock is released) before the pool closes.
+      if (await services.close(left())) log.info('database pool closed');
+      else log.warn('database pool closed with connections still busy; PostgreSQL rolls their transactions back');
+    },
+  };
+}
+
+/**
+ * Counts the API server's requests in flight; once draining, every response that has not
+ * started yet carries Connection: close so its connection ends after it.
+ */
+function trackRequests(server: ServerType) {
+  const open = new Set<import('node:http').ServerResponse>();
+  let draining = false;
+  let waiters: (() => void)[] = [];
+  const settle = () => {
+    if (open.size > 0) return;
+    for (const w of waiters) w();
+    waiters = [];
+  };
+  // Prepended: it must run before the app's listener can write the response head.
+  server.prependListener('request', (_req: unknown, res: import('node:http').ServerResponse) => {
+    open.add(res);
+    if (draining) res.setHeader('connection', 'close');
+    res.once('close', () => {
+      open.delete(res);
+      settle();
+    });
+  });
+  return {
+    count: () => open.size,
+    drain() {
+      draining = true;
+      for (const res of open) if (!res.headersSent) res.setHeader('connection', 'close');
+      (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+    },
+    /** Resolves true when no request is in flight, false when `ms` passed first. */
+    idle(ms: number): Promise<boolean> {
+      if (open.size === 0) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const t = setTimeout(() => resolve(false), ms);
+        waiters.push(() => {
+          clearTimeout(t);
+          resolve(true);
+        });
+      });
     },
   };
 }

@@ -18,7 +18,13 @@ import { Readiness } from './readiness.js';
 
 export interface Services {
   cfg: Config;
+  /** Requests' pool: every statement bounded by --db-timeout. */
   pool: pg.Pool;
+  /**
+   * Migrations and sweeps: a few connections with a generous bound (MAINTENANCE_TIMEOUT_MS), so
+   * an index build or a large prune is not cancelled by the requests' budget.
+   */
+  maintenancePool: pg.Pool;
   db: PgDb;
   classes: ClassRegistry;
   metrics: PromMetrics;
@@ -29,10 +35,26 @@ export interface Services {
   cursorKey(): Promise<string>;
   /** One sweep now (reconcile classes from --classes, ...). */
   sweepOnce(): Promise<SweepReport>;
-  close(): Promise<void>;
+  /**
+   * Close the pool within `budgetMs` (default 5 s; true when it closed in time). A sweep already
+   * running is awaited first so its advisory lock is released; connections lost from here on
+   * are expected and logged at debug.
+   */
+  close(budgetMs?: number): Promise<boolean>;
 }
 
-export class StartupError extends Error {}
+/** The process cannot start as configured; the message says what to change. Exit code 2. */
+/** The bound on migration and sweep statements (a frozen server still fails them, eventually). */
+export const MAINTENANCE_TIMEOUT_MS = 300_000;
+
+export class StartupError extends Error {
+  readonly exitCode: number = 2;
+}
+
+/** A port the gateway (or `kslate dev`'s PostgreSQL) should listen on is taken. Exit code 1. */
+export class PortInUseError extends StartupError {
+  override readonly exitCode: number = 1;
+}
 
 export async function createProviders(cfg: Config, log: Logger): Promise<IdentityProvider[]> {
   const providers: IdentityProvider[] = [];
@@ -61,16 +83,40 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
   const providers = await createProviders(cfg, log);
   let readiness: Readiness;
   let key: string | null = null;
+  let closing = false;
   const pool = createPool({
     connectionString: cfg.databaseUrl,
-    onPoolError: (e) => log.warn('database connection lost; reconnecting on next use', { error: e.message }),
+    timeoutMs: cfg.dbTimeoutMs,
+    onPoolError: (e) =>
+      // While stopping, lost connections are expected (`kslate dev`: Ctrl-C reaches PostgreSQL too).
+      closing || readiness?.isDraining
+        ? log.debug('database connection closed while stopping', { error: e.message })
+        : log.warn('database connection lost; reconnecting on next use', { error: e.message }),
+  });
+  const maintenancePool = createPool({
+    connectionString: cfg.databaseUrl,
+    max: 2,
+    timeoutMs: Math.max(cfg.dbTimeoutMs, MAINTENANCE_TIMEOUT_MS),
+    onPoolError: (e) => log.debug('maintenance database connection lost; reconnecting on next use', { error: e.message }),
   });
   const db = new PgDb(pool, () => void readiness.ensureSchema());
+  const maintenanceDb = new PgDb(maintenancePool);
   const classes = cachedRegistry(() => db.listClasses(), () => Date.now());
   const classSource = cfg.classesDir ? () => readClassDir(cfg.classesDir!) : undefined;
-  const sweepOnce = () =>
-    sweep({ db, log, classSource, onClassesChanged: () => classes.invalidate(), withLock: (k, fn) => db.withLock(k, fn) });
-  readiness = new Readiness(pool, log, async () => {
+  const running = new Set<Promise<unknown>>();
+  const sweepOnce = () => {
+    const p = sweep({
+      db: maintenanceDb,
+      log,
+      classSource,
+      onClassesChanged: () => classes.invalidate(),
+      withLock: (k, fn) => maintenanceDb.withLock(k, fn),
+    });
+    const settled = p.catch(() => undefined).finally(() => running.delete(settled));
+    running.add(settled);
+    return p;
+  };
+  readiness = new Readiness(pool, maintenancePool, log, async () => {
     key = null; // a re-applied schema has a new cursor key
     classes.invalidate();
     if (classSource) await sweepOnce();
@@ -78,6 +124,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
   return {
     cfg,
     pool,
+    maintenancePool,
     db,
     classes,
     metrics: createMetrics(),
@@ -94,9 +141,23 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
       return key;
     },
     sweepOnce,
-    async close() {
+    async close(budgetMs = 5_000) {
+      const deadline = Date.now() + budgetMs;
       for (const p of providers) (p as { close?: () => void }).close?.();
-      await db.kysely.destroy().catch(() => undefined);
+      const until = <T>(p: Promise<T>, ms: number) => {
+        let t: NodeJS.Timeout | undefined;
+        return Promise.race([p.then(() => true), new Promise<boolean>((r) => (t = setTimeout(() => r(false), ms)))]).finally(() =>
+          clearTimeout(t),
+        );
+      };
+      if (running.size > 0) await until(Promise.all(running), Math.max(0, deadline - Date.now()));
+      closing = true;
+      // pool.end() waits for every checked-out client; one stuck on a lock past the budget is
+      // left to the process exit (PostgreSQL rolls its transaction back).
+      return until(
+        Promise.all([db.kysely.destroy(), maintenanceDb.kysely.destroy()]).catch(() => undefined),
+        Math.max(500, deadline - Date.now()),
+      );
     },
   };
 }

@@ -19,6 +19,9 @@ export interface ReconcileReport {
   markedGone: boolean;
 }
 
+/** The refusals last logged per store, so a refusal is logged when it appears, not every sweep. */
+const loggedRefusals = new WeakMap<Db, Set<string>>();
+
 export async function reconcileClasses(db: Db, source: ClassSource, log: Logger): Promise<ReconcileReport> {
   const existing = new Map<string, ClassRow>((await db.listClasses()).map((r) => [r.name, r]));
   const refused: ReconcileReport['refused'] = [];
@@ -58,8 +61,40 @@ export async function reconcileClasses(db: Db, source: ClassSource, log: Logger)
   const markGone = source.problems.length === 0;
   await db.applyClasses(live, kindRefused, markGone);
 
+  // One line per change, not per sweep: applied (new, changed, back), gone, refused.
+  for (const l of live) {
+    const before = existing.get(l.name);
+    const how = !before
+      ? 'new'
+      : before.gone
+        ? 'back from gone'
+        : JSON.stringify(before.spec) !== JSON.stringify(l.spec) || before.namespace !== l.namespace
+          ? 'changed'
+          : before.status !== null && before.status !== undefined
+            ? 'no longer refused'
+            : null;
+    if (how) log.info(`class ${l.namespace}/${l.name} applied (${how})`, { class: l.name, namespace: l.namespace });
+  }
+  if (markGone) {
+    const keep = new Set([...live.map((l) => l.name), ...kindRefused.map((r) => r.name)]);
+    for (const row of existing.values()) {
+      if (!row.gone && !keep.has(row.name)) {
+        log.info(`class ${row.namespace}/${row.name} marked gone: its manifest was removed (its records stay readable)`, {
+          class: row.name,
+          namespace: row.namespace,
+        });
+      }
+    }
+  }
+  const seen = loggedRefusals.get(db) ?? new Set<string>();
+  const now = new Set<string>();
+  for (const r of refused) {
+    const key = `${r.namespace}/${r.name}: ${r.reason}`;
+    now.add(key);
+    if (!seen.has(key)) log.warn(`class ${r.namespace}/${r.name} refused: ${r.reason}`, { class: r.name, namespace: r.namespace });
+  }
+  loggedRefusals.set(db, now);
   for (const p of source.problems) log.error(`class manifest refused: ${p}`);
-  for (const r of refused) log.error(`class ${r.namespace}/${r.name} refused: ${r.reason}`);
   if (!markGone) log.warn('some class manifests are invalid, so no class was marked gone this time; fix them (kslate classes check DIR)');
   return { applied: live.map((l) => l.name), refused, problems: source.problems, markedGone: markGone };
 }

@@ -34,17 +34,65 @@ const types = {
 export interface PgOptions {
   connectionString: string;
   max?: number;
+  /**
+   * Budget for one statement, a lock wait and a transaction left idle, enforced by the server
+   * (statement_timeout, lock_timeout, idle_in_transaction_session_timeout) and, a second later,
+   * by the client too: a frozen server never fires its own timeouts. Default 10 s.
+   */
+  timeoutMs?: number;
   /** Called when a statement finds the schema missing, so the runtime can re-apply it. */
   onSchemaMissing?: () => void;
   onPoolError?: (e: Error) => void;
 }
 
+/** pg's client-side query timeout error (node_modules/pg/lib/client.js, `query_timeout`). */
+export const CLIENT_TIMEOUT_MESSAGE = 'Query read timeout';
+
+/**
+ * pg's `query_timeout` answers the caller but leaves the timed-out query active on the
+ * connection, so the next query would queue behind it. Such a client is ended here (pg ends
+ * a client with an active query by destroying its socket, without an 'error' event), and the
+ * pool drops an ending client when it is released instead of handing it out again.
+ */
+class TimeoutSafeClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    // A checked-out client whose session the server ends (idle_in_transaction_session_timeout)
+    // emits 'error' with no pool listener attached; the query in flight gets the error anyway,
+    // so this listener only keeps the process from crashing.
+    this.on('error', () => undefined);
+  }
+
+  override query(...args: unknown[]): any {
+    const onTimeout = (e: unknown) => {
+      if (e instanceof Error && e.message === CLIENT_TIMEOUT_MESSAGE) void this.end().catch(() => undefined);
+    };
+    const last = args[args.length - 1];
+    if (typeof last === 'function') {
+      args[args.length - 1] = (err: unknown, res: unknown) => {
+        if (err) onTimeout(err);
+        (last as (err: unknown, res: unknown) => void)(err, res);
+      };
+    }
+    const out = (super.query as (...a: unknown[]) => unknown)(...args);
+    if (out && typeof (out as Promise<unknown>).then === 'function') (out as Promise<unknown>).catch(onTimeout);
+    return out;
+  }
+}
+
 export function createPool(opts: PgOptions): pg.Pool {
+  const timeoutMs = Math.max(1, Math.round(opts.timeoutMs ?? 10_000));
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
     max: opts.max ?? 20,
-    connectionTimeoutMillis: 5_000,
+    Client: TimeoutSafeClient,
+    connectionTimeoutMillis: Math.min(5_000, timeoutMs),
     idleTimeoutMillis: 30_000,
+    statement_timeout: timeoutMs,
+    lock_timeout: timeoutMs,
+    idle_in_transaction_session_timeout: timeoutMs,
+    // After the server's own timeouts, so a live server answers 57014/55P03 first.
+    query_timeout: timeoutMs + 1_000,
     types,
   });
   // An idle client losing its server emits 'error' on the pool; without a listener Node

@@ -67,7 +67,8 @@ export const MAX_RECEIVE_BYTES = MAX_BODY_BYTES + 1024 * 1024;
 
 export interface GrpcServer {
   port: number;
-  close(): Promise<void>;
+  /** Refuse new calls, let calls in flight finish for at most `graceMs` (default 5 s), then cut them. */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** What the per-method deserializer hands the handler: never throws, so grpc-js never answers INTERNAL. */
@@ -300,10 +301,13 @@ export async function startGrpc(
   );
   return {
     port,
-    close: () =>
+    close: (graceMs = 5_000) =>
       new Promise<void>((resolve) => {
-        // Let calls in flight finish, but do not wait on them for long.
-        const timer = setTimeout(() => server.forceShutdown(), 5000);
+        // Let calls in flight finish, but do not wait on them past the grace period.
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
         timer.unref();
         server.tryShutdown(() => {
           clearTimeout(timer);

@@ -44,6 +44,7 @@ export function createApp(s: Services): Hono<AppEnv> {
   });
 
   app.get('/readyz', (c) => readyz(c, s));
+  app.get('/healthz', (c) => healthz(c));
 
   const methods = new Map<string, Set<string>>();
   const route = (method: string, path: string) => methods.set(path, (methods.get(path) ?? new Set()).add(method));
@@ -79,6 +80,11 @@ export function createApp(s: Services): Hono<AppEnv> {
     return c.json(err.body(), err.status as 500);
   });
   return app;
+}
+
+/** Liveness: the process is up and answering; independent of the database, 200 while draining too. */
+export function healthz(c: Context): Response {
+  return c.json({ status: 'ok' }, 200);
 }
 
 export async function readyz(c: Context, s: Services): Promise<Response> {

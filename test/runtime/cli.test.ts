@@ -2,23 +2,19 @@
  * The `kslate` command line as a user runs it (decisions §6 "Running it"): real child
  * processes of the compiled CLI (bin/kslate.js -> dist/), real sockets, real PostgreSQL.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 import { manifestsYaml, type ClassInput } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
-import { distIsFresh } from '../setup/build.js';
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = join(ROOT, 'bin', 'kslate.js');
-const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+import { distIsFresh, ROOT } from '../setup/build.js';
+import { children, cleanEnv, getJson, kslate, logLines, run, start, stop, TSC } from '../setup/cli.js';
 
 const KEY = 'alice-cli-key';
 
@@ -37,103 +33,7 @@ const other: ClassInput = {
   },
 };
 
-/** The environment without any KSLATE_* variable, so only what a test sets counts. */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('KSLATE_')) env[k] = v;
-  return { ...env, ...extra };
-}
-
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-const children = new Set<ChildProcess>();
-
-function run(file: string, args: string[], env: NodeJS.ProcessEnv = cleanEnv(), timeoutMs = 30_000): Promise<Run> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [file, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (d) => (stdout += d));
-    child.stderr!.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, timeoutMs);
-    child.once('error', reject);
-    // 'close' comes after 'exit' once the pipes are drained, so the output is complete.
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      children.delete(child);
-      resolvePromise({ code, signal, stdout, stderr });
-    });
-  });
-}
-
-const kslate = (args: string[], env?: NodeJS.ProcessEnv, timeoutMs?: number) => run(BIN, args, env, timeoutMs);
-
-interface Served {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-}
-
-/** Start `kslate serve` and wait for its log line saying it listens. */
-function serve(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 40_000): Promise<Served> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(child);
-    let stdout = '';
-    let stderr = '';
-    const served: Served = { child, stdout: () => stdout, stderr: () => stderr };
-    const timer = setTimeout(
-      () => reject(new Error(`serve did not log "listening" within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`)),
-      timeoutMs,
-    );
-    child.stdout!.on('data', (d) => {
-      stdout += d;
-      if (/listening/.test(stdout)) {
-        clearTimeout(timer);
-        resolvePromise(served);
-      }
-    });
-    child.stderr!.on('data', (d) => (stderr += d));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      children.delete(child);
-      clearTimeout(timer);
-      reject(new Error(`serve exited with ${code} before listening\nstdout: ${stdout}\nstderr: ${stderr}`));
-    });
-  });
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(t);
-  children.delete(child);
-}
-
-async function getJson(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
-  const res = await fetch(url, { headers });
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    /* keep text */
-  }
-  return { status: res.status, body };
-}
-
+const serve = (args: string[], env: NodeJS.ProcessEnv) => start(['serve', ...args], env);
 
 let work: string;
 let classesDir: string;
@@ -380,5 +280,169 @@ describe.concurrent('kslate help', { timeout: 60_000 }, () => {
     }
     for (const v of ['KSLATE_DATABASE_URL', 'KSLATE_LISTEN']) expect(r.stdout).toContain(v);
     for (const cmd of ['serve', 'sweep', 'dev']) expect(r.stdout).toContain(cmd);
+  });
+});
+
+describe.concurrent('kslate COMMAND --help, --version, --log-level', { timeout: 60_000 }, () => {
+  for (const cmd of ['serve', 'dev', 'sweep', 'migrate', 'classes', 'version']) {
+    for (const flag of ['--help', '-h']) {
+      it(`kslate ${cmd} ${flag} prints that command's usage and exits 0`, async ({ expect }) => {
+        const r = await kslate([cmd, flag], cleanEnv(), 15_000);
+        expect(r.stderr).toBe('');
+        expect(r.code).toBe(0);
+        expect(r.stdout).toMatch(new RegExp(`^Usage: kslate ${cmd}`));
+        if (cmd === 'serve' || cmd === 'dev') {
+          for (const f of ['--database-url', '--listen', '--drain-timeout', '--db-timeout', '--log-level']) expect(r.stdout).toContain(f);
+          expect(r.stdout).toContain('KSLATE_DRAIN_TIMEOUT');
+        }
+        if (cmd === 'dev') for (const f of ['--dev-pg-port', 'KSLATE_DEV_PG_PORT', '--data-dir']) expect(r.stdout).toContain(f);
+        if (cmd === 'serve') expect(r.stdout).not.toContain('--dev-pg-port');
+      });
+    }
+  }
+
+  it('npm start -- --help (kslate dev --help) is the dev usage, not an error', async ({ expect }) => {
+    const r = await kslate(['dev', '--help', '--listen', '0.0.0.0:1'], cleanEnv(), 15_000);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Usage: kslate dev/);
+  });
+
+  for (const args of [['--version'], ['-v'], ['version']]) {
+    it(`kslate ${args.join(' ')} prints the version and exits 0`, async ({ expect }) => {
+      const r = await kslate(args, cleanEnv(), 15_000);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe(`kslate ${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version}\n`);
+    });
+  }
+
+  it('an unknown --log-level is refused before anything starts, naming the allowed levels', async ({ expect }) => {
+    const d = await db();
+    const r = await kslate(
+      ['serve', '--database-url', d.url, '--identity', 'apikey', '--apikeys', keysFile, '--listen', '127.0.0.1:0', '--metrics-port', '0', '--log-level', 'verbose'],
+      cleanEnv(),
+      15_000,
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain('--log-level (KSLATE_LOG_LEVEL)');
+    expect(r.stderr).toContain('debug, info, warn, error');
+    expect(r.stderr).toContain('"verbose"');
+  });
+
+  it('kslate dev honours --log-level: at warn it logs no info lines', async ({ expect }) => {
+    const d = await db();
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const s = await start(
+      ['dev', '--database-url', d.url, '--listen', `127.0.0.1:${port}`, '--metrics-port', String(metricsPort), '--log-level', 'warn'],
+      cleanEnv(),
+      { ready: /kslate dev is running/ },
+    );
+    try {
+      expect((await getJson(`http://127.0.0.1:${port}/v1/classes`, { authorization: 'Bearer alice-dev-key' })).status).toBe(200);
+      expect(logLines(s.stdout()).filter((l) => l.level === 'info' || l.level === 'debug')).toEqual([]);
+    } finally {
+      await stop(s.child);
+    }
+  });
+});
+
+/** A TCP listener on a free loopback port, standing in for whatever else took it. */
+async function holdPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const addr = server.address();
+  return { port: typeof addr === 'object' && addr ? addr.port : 0, server };
+}
+
+function holdPortNumber(port: number): Promise<Server> {
+  return new Promise((resolvePromise, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolvePromise(server));
+  });
+}
+
+describe.concurrent('a port already in use', { timeout: 60_000 }, () => {
+  /** One line naming the port and the setting that changes it, exit 1, no stack trace. */
+  function expectOneLine(r: Awaited<ReturnType<typeof kslate>>, port: number, flag: string, env: string) {
+    expect(r.code, r.stderr).toBe(1);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines, r.stderr).toHaveLength(1);
+    expect(lines[0]).toContain(`port ${port} is already in use`);
+    expect(lines[0]).toContain(flag);
+    expect(lines[0]).toContain(env);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  }
+
+  const serveArgs = async () => {
+    const d = await db();
+    return ['serve', '--database-url', d.url, '--identity', 'apikey', '--apikeys', keysFile];
+  };
+
+  it('the API port (--listen)', async () => {
+    const held = await holdPort();
+    try {
+      const r = await kslate([...(await serveArgs()), '--listen', `127.0.0.1:${held.port}`, '--metrics-port', '0'], cleanEnv(), 20_000);
+      expectOneLine(r, held.port, '--listen', 'KSLATE_LISTEN');
+    } finally {
+      held.server.close();
+    }
+  });
+
+  it('the metrics port (--metrics-port)', async () => {
+    const held = await holdPort();
+    try {
+      const r = await kslate([...(await serveArgs()), '--listen', '127.0.0.1:0', '--metrics-port', String(held.port)], cleanEnv(), 20_000);
+      expectOneLine(r, held.port, '--metrics-port', 'KSLATE_METRICS_PORT');
+    } finally {
+      held.server.close();
+    }
+  });
+
+  it('the gRPC port (--grpc-port)', async () => {
+    const held = await holdPort();
+    try {
+      const r = await kslate(
+        [...(await serveArgs()), '--listen', '127.0.0.1:0', '--metrics-port', '0', '--grpc-port', String(held.port)],
+        cleanEnv(),
+        20_000,
+      );
+      expectOneLine(r, held.port, '--grpc-port', 'KSLATE_GRPC_PORT');
+    } finally {
+      held.server.close();
+    }
+  });
+
+  it('kslate dev: the API port, after its embedded PostgreSQL started (which it stops again)', async () => {
+    const held = await holdPort();
+    const dataDir = mkdtempSync(join(tmpdir(), 'kslate-devapi-'));
+    const pgPort = await freePort();
+    try {
+      const r = await kslate(
+        ['dev', '--data-dir', dataDir, '--dev-pg-port', String(pgPort), '--listen', `127.0.0.1:${held.port}`, '--metrics-port', '0'],
+        cleanEnv(),
+        60_000,
+      );
+      expectOneLine(r, held.port, '--listen', 'KSLATE_LISTEN');
+      // Its PostgreSQL is not left running: the port is free again.
+      const again = await holdPortNumber(pgPort);
+      again.close();
+    } finally {
+      held.server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("kslate dev's embedded PostgreSQL port (--dev-pg-port, also KSLATE_DEV_PG_PORT)", async () => {
+    const held = await holdPort();
+    const dataDir = mkdtempSync(join(tmpdir(), 'kslate-devport-'));
+    try {
+      const base = ['dev', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--metrics-port', '0'];
+      expectOneLine(await kslate([...base, '--dev-pg-port', String(held.port)], cleanEnv(), 20_000), held.port, '--dev-pg-port', 'KSLATE_DEV_PG_PORT');
+      expectOneLine(await kslate(base, cleanEnv({ KSLATE_DEV_PG_PORT: String(held.port) }), 20_000), held.port, '--dev-pg-port', 'KSLATE_DEV_PG_PORT');
+    } finally {
+      held.server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

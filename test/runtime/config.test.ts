@@ -196,3 +196,67 @@ describe('--sweep-interval (worker.interval, a duration)', () => {
     expect(parseConfig([], {}).sweepIntervalMs).toBeUndefined();
   });
 });
+
+describe('--log-level (validated at parse time)', () => {
+  it.each(['debug', 'info', 'warn', 'error'])('accepts %s, from the flag or KSLATE_LOG_LEVEL', (level) => {
+    expect(parseConfig(['--log-level', level], {}).logLevel).toBe(level);
+    expect(parseConfig([], { KSLATE_LOG_LEVEL: level }).logLevel).toBe(level);
+  });
+  it('defaults to info', () => {
+    expect(parseConfig([], {}).logLevel).toBe('info');
+  });
+  it.each(['verbose', 'INFO', 'trace', ''])('rejects %j naming the allowed levels', (level) => {
+    const e = configError(() => parseConfig([], { KSLATE_LOG_LEVEL: level }));
+    expect(e.message).toContain('--log-level (KSLATE_LOG_LEVEL)');
+    expect(e.message).toContain('debug, info, warn, error');
+  });
+});
+
+describe('--drain-timeout and --db-timeout (durations)', () => {
+  it('default to 25s (below Kubernetes’ 30 s grace) and 10s', () => {
+    const c = parseConfig([], {});
+    expect(c.drainTimeoutMs).toBe(25_000);
+    expect(c.dbTimeoutMs).toBe(10_000);
+  });
+  it('take a flag or a variable', () => {
+    expect(parseConfig(['--drain-timeout', '5s'], {}).drainTimeoutMs).toBe(5_000);
+    expect(parseConfig([], { KSLATE_DRAIN_TIMEOUT: '1m' }).drainTimeoutMs).toBe(60_000);
+    expect(parseConfig(['--db-timeout', '500ms'], {}).dbTimeoutMs).toBe(500);
+    expect(parseConfig([], { KSLATE_DB_TIMEOUT: '2s' }).dbTimeoutMs).toBe(2_000);
+  });
+  it.each([
+    ['drain-timeout', 'KSLATE_DRAIN_TIMEOUT'],
+    ['db-timeout', 'KSLATE_DB_TIMEOUT'],
+  ])('--%s rejects a non-duration or zero naming the flag and %s', (flag, env) => {
+    for (const bad of ['25', 'soon', '0', '-1s']) {
+      const e = configError(() => parseConfig([`--${flag}=${bad}`], {}));
+      expect(e.message).toContain(`--${flag} (${env})`);
+    }
+  });
+});
+
+describe('--dev-pg-port (KSLATE_DEV_PG_PORT)', () => {
+  it('defaults to 54329 and takes a flag or the variable', () => {
+    expect(parseConfig([], {}).devPgPort).toBe(54329);
+    expect(parseConfig(['--dev-pg-port', '6543'], {}).devPgPort).toBe(6543);
+    expect(parseConfig([], { KSLATE_DEV_PG_PORT: '6544' }).devPgPort).toBe(6544);
+  });
+  it('rejects a bad port naming both', () => {
+    const e = configError(() => parseConfig(['--dev-pg-port', '70000'], {}));
+    expect(e.message).toContain('--dev-pg-port (KSLATE_DEV_PG_PORT)');
+  });
+});
+
+describe('README configuration table', () => {
+  it('lists every flag with its variable and default, as FLAGS (and `kslate help`) do', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { FLAGS } = await import('../../runtime/config.js');
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    for (const [flag, spec] of Object.entries(FLAGS)) {
+      const row = readme.split('\n').find((l) => l.startsWith('|') && l.includes(`\`--${flag}\``));
+      expect(row, `README has no table row for --${flag}`).toBeTruthy();
+      expect(row).toContain(`\`${spec.env}\``);
+      if (spec.default !== undefined) expect(row).toContain(`\`${spec.default}\``);
+    }
+  });
+});

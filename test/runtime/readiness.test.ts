@@ -58,6 +58,10 @@ describe('schema dropped under a running gateway', () => {
     expect(api.status).toBe(200);
     const metrics = await getJson(t.gw.metricsUrl + '/readyz');
     expect(metrics.status).toBe(200);
+    // Liveness on both ports too.
+    for (const url of [t.url + '/healthz', t.gw.metricsUrl + '/healthz']) {
+      expect(await getJson(url)).toEqual({ status: 200, body: { status: 'ok' } });
+    }
     const put = await t.call('alice', 'PUT', '/v1/records/incident/before/fields/title', { value: 'x', expected_version: 0 });
     expect(put.status).toBe(201);
   });

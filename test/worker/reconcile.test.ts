@@ -312,4 +312,47 @@ describe('reconcileClasses', () => {
     expect(second.get('other')!.gone).toBe(true);
     expect(second.get('incident')!.gone).toBe(false);
   });
+
+  test('logs one line per change naming the class (applied, changed, gone, refused, back), and nothing on a sweep that changes nothing', async () => {
+    const lines: { level: string; msg: string; data?: Record<string, unknown> }[] = [];
+    const capture = {
+      debug() {},
+      info: (msg: string, data?: Record<string, unknown>) => lines.push({ level: 'info', msg, data }),
+      warn: (msg: string, data?: Record<string, unknown>) => lines.push({ level: 'warn', msg, data }),
+      error: (msg: string, data?: Record<string, unknown>) => lines.push({ level: 'error', msg, data }),
+    };
+    const take = () => lines.splice(0).map((l) => `${l.level} ${l.msg}`);
+    const a = manifest('incident', 'team-a', baseSpec());
+    const b = manifest('other', 'team-b', baseSpec());
+
+    await reconcileClasses(db, source([a, b]), capture);
+    expect(take()).toEqual(['info class team-a/incident applied (new)', 'info class team-b/other applied (new)']);
+    expect(lines).toEqual([]);
+    await reconcileClasses(db, source([a, b]), capture);
+    expect(take()).toEqual([]);
+
+    const spec = baseSpec();
+    spec.fields.added = { kind: 'soft' };
+    const a2 = manifest('incident', 'team-a', spec);
+    await reconcileClasses(db, source([a2, b]), capture);
+    expect(take()).toEqual(['info class team-a/incident applied (changed)']);
+
+    await reconcileClasses(db, source([a2]), capture);
+    expect(take()).toEqual(['info class team-b/other marked gone: its manifest was removed (its records stay readable)']);
+    await reconcileClasses(db, source([a2]), capture);
+    expect(take()).toEqual([]);
+
+    const kind = baseSpec();
+    kind.fields.title = { kind: 'append', type: 'string' };
+    const refused = manifest('incident', 'team-a', kind);
+    await reconcileClasses(db, source([refused]), capture);
+    const warned = take();
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatch(/^warn class team-a\/incident refused: changing the kind of existing field\(s\) title/);
+    await reconcileClasses(db, source([refused]), capture);
+    expect(take()).toEqual([]);
+
+    await reconcileClasses(db, source([a2, b]), capture);
+    expect(take()).toEqual(['info class team-a/incident applied (no longer refused)', 'info class team-b/other applied (back from gone)']);
+  });
 });
