@@ -10,6 +10,7 @@ import childProcess, { execFileSync } from 'node:child_process';
 import { syncBuiltinESMExports } from 'node:module';
 import type { Logger } from '../handlers/context.js';
 import { parseConfig } from './config.js';
+import { guardFaults } from './fault-guard.js';
 import { createLogger } from './logger.js';
 import { startGateway } from './serve.js';
 import { PortInUseError, StartupError } from './services.js';
@@ -136,6 +137,7 @@ export async function dev(argv: string[]): Promise<void> {
     'sweep-interval': '10s',
   });
   const log = createLogger({ level: cfg.logLevel });
+  guardFaults(log);
   if (!['127.0.0.1', 'localhost', '::1'].includes(cfg.listenHost)) {
     throw new StartupError(`kslate dev listens on loopback only; --listen ${cfg.listenHost} is not allowed (use kslate serve).`);
   }

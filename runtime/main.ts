@@ -9,6 +9,7 @@ import { classesCheck } from './classes-check.js';
 import { ConfigError, FLAGS, parseConfig } from './config.js';
 import { describeError } from './describe-error.js';
 import { dev } from './dev.js';
+import { guardFaults } from './fault-guard.js';
 import { createLogger } from './logger.js';
 import { startGateway } from './serve.js';
 import { stopOnSignals } from './shutdown.js';
@@ -83,6 +84,7 @@ async function main(argv: string[]): Promise<number> {
     case 'serve': {
       const cfg = parseConfig(rest);
       const serveLog = createLogger({ level: cfg.logLevel });
+      guardFaults(serveLog);
       const gw = await startGateway(cfg, serveLog);
       stopOnSignals(serveLog, () => gw.shutdown(cfg.drainTimeoutMs));
       return -1; // keep running

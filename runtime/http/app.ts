@@ -55,6 +55,7 @@ export function createApp(s: Services): Hono<AppEnv> {
   mountMcp(app, s);
   for (const m of MCP_METHODS) route(m, MCP_PATH);
   route('GET', '/readyz');
+  route('GET', '/healthz');
 
   // A known path with another method: 405 with Allow (registered last, so it runs only
   // when no route of the path took the method).
