@@ -51,6 +51,7 @@ import type { GetRequest__Output } from './generated/svc/v1/GetRequest.js';
 import type { Premise__Output } from './generated/svc/v1/Premise.js';
 import type { PutRequest__Output } from './generated/svc/v1/PutRequest.js';
 import type { QueryRequest__Output } from './generated/svc/v1/QueryRequest.js';
+import { ERROR_DETAILS_BUDGET, fitErrorBody } from './error-body.js';
 import { loadSvcProto, messageType } from './proto.js';
 
 export const SERVICE_NAME = 'svc.v1.SvcService';
@@ -92,10 +93,10 @@ export async function startGrpc(
   /** The wire error: code from ERROR_TABLE, details = message, the HTTP body in a Status. */
   const toGrpc = (err: SvcError, requestId: string): Partial<grpc.StatusObject> => {
     const code = ERROR_TABLE[err.code].grpc;
-    const body = err.body();
+    let body = err.body();
     let packed: Buffer;
     try {
-      packed = structType.serialize(jsonToStruct(body));
+      ({ body, packed } = fitErrorBody(body, ERROR_DETAILS_BUDGET, (b) => structType.serialize(jsonToStruct(b))));
     } catch (e) {
       // A body protobuf cannot nest (a STALE current_value over ~48 levels deep): keep the
       // code, message and every flat key rather than lose the answer.
@@ -106,10 +107,11 @@ export async function startGrpc(
       const flat = Object.fromEntries(Object.entries(body).filter(([, v]) => v === null || typeof v !== 'object'));
       packed = structType.serialize(jsonToStruct(flat));
     }
+    const message = String(body.message ?? err.message);
     const detail: Any = { type_url: STRUCT_TYPE_URL, value: packed };
     const metadata = new grpc.Metadata();
-    metadata.set(STATUS_DETAILS_KEY, statusType.serialize({ code, message: err.message, details: [detail] }));
-    return { code, details: err.message, metadata };
+    metadata.set(STATUS_DETAILS_KEY, statusType.serialize({ code, message, details: [detail] }));
+    return { code, details: message, metadata };
   };
 
   /**
