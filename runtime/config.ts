@@ -12,6 +12,10 @@ export interface Config {
   grpcPort: number;
   metricsPort: number;
   maxConns: number;
+  /** Close a connection that has not sent a complete request head (HTTP) or anything (gRPC) by then. */
+  headerTimeoutMs: number;
+  /** Close a connection that has not sent a whole request (head and body) by then. */
+  requestTimeoutMs: number;
   tlsCert: string | undefined;
   tlsKey: string | undefined;
   classesDir: string | undefined;
@@ -36,6 +40,12 @@ export const FLAGS: Record<string, FlagSpec> = {
   'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
   'metrics-port': { env: 'KSLATE_METRICS_PORT', help: 'metrics and /readyz port', default: '9100' },
   'max-conns': { env: 'KSLATE_MAX_CONNS', help: 'concurrent connections', default: '4096' },
+  'header-timeout': {
+    env: 'KSLATE_HEADER_TIMEOUT',
+    help: 'close a connection that sent no complete request head (or gRPC preface) within this; also the keep-alive idle limit (at most 5s)',
+    default: '10s',
+  },
+  'request-timeout': { env: 'KSLATE_REQUEST_TIMEOUT', help: 'close a connection whose request (head and body) takes longer', default: '60s' },
   'tls-cert': { env: 'KSLATE_TLS_CERT', help: 'PEM certificate file; serves TLS with --tls-key' },
   'tls-key': { env: 'KSLATE_TLS_KEY', help: 'PEM private key file' },
   classes: { env: 'KSLATE_CLASSES', help: 'directory of SharedContext manifests to reconcile' },
@@ -83,6 +93,21 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     }
     sweepIntervalMs = ms;
   }
+  const duration = (flag: string): number => {
+    const s = raw(flag) ?? '';
+    const ms = parseDuration(s);
+    if (ms === null || ms <= 0) {
+      throw new ConfigError(`--${flag} (${FLAGS[flag].env}) must be a duration like 10s or 1m; got "${s}".`);
+    }
+    return ms;
+  };
+  const headerTimeoutMs = duration('header-timeout');
+  const requestTimeoutMs = duration('request-timeout');
+  if (requestTimeoutMs < headerTimeoutMs) {
+    throw new ConfigError(
+      `--request-timeout (KSLATE_REQUEST_TIMEOUT) must be at least --header-timeout (KSLATE_HEADER_TIMEOUT); got ${raw('request-timeout')} < ${raw('header-timeout')}.`,
+    );
+  }
   const identity = (raw('identity') ?? '')
     .split(',')
     .map((s) => s.trim())
@@ -104,6 +129,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     grpcPort: int('grpc-port', 0, 65535),
     metricsPort: int('metrics-port', 0, 65535),
     maxConns: int('max-conns', 1, 1_000_000),
+    headerTimeoutMs,
+    requestTimeoutMs,
     tlsCert: cert || undefined,
     tlsKey: key || undefined,
     classesDir: raw('classes') || undefined,

@@ -3,15 +3,13 @@
  * --metrics-port, gRPC on --grpc-port when it is not 0).
  */
 import { readFileSync } from 'node:fs';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { migrate } from '../db/migrate.js';
 import type { Logger } from '../handlers/context.js';
 import type { Config } from './config.js';
 import { startGrpc, type GrpcServer } from './grpc/server.js';
 import { createApp, readyz } from './http/app.js';
+import { listenHttp } from './http/listen.js';
 import { createServices, type Services } from './services.js';
 
 export interface Gateway {
@@ -23,21 +21,15 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+/** One HTTP server of the gateway, with the timeouts and connection limit of runtime/http/listen.ts. */
 function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, host: string, port: number, cfg: Config, tls: boolean) {
-  return new Promise<{ server: ServerType; port: number }>((resolve, reject) => {
-    const server = serve(
-      tls
-        ? {
-            fetch,
-            hostname: host,
-            port,
-            createServer: createHttpsServer,
-            serverOptions: { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) },
-          }
-        : { fetch, hostname: host, port },
-      (info: AddressInfo) => resolve({ server, port: info.port }),
-    );
-    server.once('error', reject);
+  return listenHttp(fetch, {
+    host,
+    port,
+    maxConns: cfg.maxConns,
+    headerTimeoutMs: cfg.headerTimeoutMs,
+    requestTimeoutMs: cfg.requestTimeoutMs,
+    ...(tls ? { tls: { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) } } : {}),
   });
 }
 
@@ -69,7 +61,6 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
 
   const tls = Boolean(cfg.tlsCert);
   const api = await listen(createApp(services).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
-  (api.server as unknown as { maxConnections: number }).maxConnections = cfg.maxConns;
 
   const metricsApp = new Hono();
   metricsApp.get('/metrics', async (c) =>
@@ -95,6 +86,8 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
       grpcServer = await startGrpc(services, {
         host: cfg.listenHost,
         port: cfg.grpcPort,
+        maxConns: cfg.maxConns,
+        headerTimeoutMs: cfg.headerTimeoutMs,
         tls: tls ? { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) } : undefined,
       });
     } catch (e) {

@@ -11,6 +11,7 @@
  * carry it to a later step (docs/grpc.md).
  */
 import { randomUUID } from 'node:crypto';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import { MAX_BODY_BYTES, type RawBody } from '../../handlers/body.js';
@@ -81,7 +82,7 @@ const ENCODE_DEPTH_HINT =
 
 export async function startGrpc(
   s: Services,
-  opts: { host: string; port: number; tls?: { cert: Buffer; key: Buffer } },
+  opts: { host: string; port: number; tls?: { cert: Buffer; key: Buffer }; maxConns: number; headerTimeoutMs: number },
 ): Promise<GrpcServer> {
   const definition = loadSvcProto();
   const service = definition[SERVICE_NAME] as ServiceDefinition;
@@ -288,19 +289,18 @@ export async function startGrpc(
     'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
     // Responses may carry records up to the database's limits; clients set their own cap.
     'grpc.max_send_message_length': -1,
+    ...CONNECTION_OPTIONS,
   });
   server.addService(methods, implementation);
   const creds = opts.tls
     ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }], false)
     : grpc.ServerCredentials.createInsecure();
-  const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host}:${opts.port}`, creds, (err, bound) => (err ? reject(err) : resolve(bound))),
-  );
+  const listener = await listenGrpc(server, creds, opts);
   return {
-    port,
+    port: listener.port,
     close: () =>
       new Promise<void>((resolve) => {
+        listener.close();
         // Let calls in flight finish, but do not wait on them for long.
         const timer = setTimeout(() => server.forceShutdown(), 5000);
         timer.unref();
@@ -310,6 +310,81 @@ export async function startGrpc(
         });
       }),
   };
+}
+
+/**
+ * How long gRPC connections may live (docs/grpc.md, "Connections"). grpc-js's server reads
+ * these; it has no server-side `grpc.http2.max_pings_without_data` (Node's HTTP/2 bounds
+ * unanswered pings itself).
+ */
+export const CONNECTION_OPTIONS = {
+  /** Ping an idle client this often, and drop it if the ping is not answered in time. */
+  'grpc.keepalive_time_ms': 60_000,
+  'grpc.keepalive_timeout_ms': 20_000,
+  /** Close a connection that has had no call for this long (the client reconnects when it needs to). */
+  'grpc.max_connection_idle_ms': 5 * 60_000,
+  /** Ask a client to reconnect after this long (spreads load over replicas), calls in flight get the grace. */
+  'grpc.max_connection_age_ms': 30 * 60_000,
+  'grpc.max_connection_age_grace_ms': 60_000,
+  /** Calls at once on one connection. */
+  'grpc.max_concurrent_streams': 100,
+} as const;
+
+/** What a plain-text HTTP/2 client sends first. */
+const HTTP2_PREFACE_BYTES = 24;
+
+/**
+ * The gRPC port is our own TCP server that hands each connection to grpc-js
+ * (`createConnectionInjector`) only once it has sent its first bytes: the HTTP/2 preface
+ * (plain text) or the start of the TLS handshake. grpc-js's own listener would create an
+ * HTTP/2 session at once, and a connection that never sends anything would stay open as long
+ * as the session's idle limit. Here it is closed after --header-timeout, and connections over
+ * --max-conns are reset (HTTP/2 has no answer to give before the preface).
+ */
+async function listenGrpc(
+  server: grpc.Server,
+  creds: grpc.ServerCredentials,
+  opts: { host: string; port: number; tls?: unknown; maxConns: number; headerTimeoutMs: number },
+): Promise<{ port: number; close(): void }> {
+  const injector = server.createConnectionInjector(creds);
+  const need = opts.tls ? 1 : HTTP2_PREFACE_BYTES;
+  let open = 0;
+  const tcp = createTcpServer((socket) => {
+    // Errors before grpc-js owns the socket (a reset during the preface) are just a close.
+    socket.on('error', () => undefined);
+    if (open >= opts.maxConns) {
+      socket.destroy();
+      return;
+    }
+    open++;
+    socket.once('close', () => open--);
+    const timer = setTimeout(() => socket.destroy(), opts.headerTimeoutMs);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+    const chunks: Buffer[] = [];
+    let got = 0;
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      got += chunk.length;
+      if (got < need) return;
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.pause();
+      // Node's HTTP/2 and TLS read what is already buffered on the socket before its handle.
+      socket.unshift(Buffer.concat(chunks));
+      injector.injectConnection(socket);
+    };
+    socket.on('data', onData);
+  });
+  const host = opts.host;
+  const port = await new Promise<number>((resolve, reject) => {
+    tcp.once('error', reject);
+    tcp.listen(opts.port, host, () => {
+      tcp.off('error', reject);
+      resolve((tcp.address() as AddressInfo).port);
+    });
+  });
+  return { port, close: () => tcp.close() };
 }
 
 // ---- translation helpers ----------------------------------------------------------------
