@@ -59,10 +59,11 @@ export const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
 export const STRUCT_TYPE_URL = 'type.googleapis.com/google.protobuf.Struct';
 
 /**
- * grpc-js refuses a message over its receive limit itself, with RESOURCE_EXHAUSTED and no
- * body. It is set above the 4 MiB body limit so that the gateway sees messages between the
- * two and answers MALFORMED like HTTP; only a message over this one still gets grpc-js's
- * answer (it is refused from its length prefix, before it is read).
+ * grpc-js's receive limit. It is set above the 4 MiB body limit so that the handlers see
+ * messages between the two and answer MALFORMED at their step, as HTTP does (after the
+ * authorization checks, with `record` and `field`). A larger message is refused by grpc-js
+ * from its length prefix, before it is read, so memory stays bounded; that refusal is turned
+ * into MALFORMED too by `refuseOversized` below (docs/grpc.md, Limits).
  */
 export const MAX_RECEIVE_BYTES = MAX_BODY_BYTES + 1024 * 1024;
 
@@ -285,7 +286,48 @@ export async function startGrpc(
     ),
   };
 
+  /**
+   * grpc-js answers a message over MAX_RECEIVE_BYTES itself, with RESOURCE_EXHAUSTED and no
+   * body, from its base call (server-interceptors.js, handleDataFrame: the StreamDecoder
+   * throws on the length prefix), below every interceptor. The spec keeps RESOURCE_EXHAUSTED
+   * for rate limiting, so this first interceptor, which is handed that base call, replaces
+   * its sendStatus: such a status becomes the MALFORMED answer (INVALID_ARGUMENT with the
+   * body in grpc-status-details-bin), after the credential check, which comes first on every
+   * transport. Every other status passes through unchanged.
+   */
+  const refuseOversized: grpc.ServerInterceptor = (_method, call) => {
+    let metadata = new grpc.Metadata();
+    let refused = false;
+    const base = call as unknown as { sendStatus(status: Partial<grpc.StatusObject>): void };
+    const send = base.sendStatus.bind(call);
+    base.sendStatus = (status) => {
+      if (status.code !== grpc.status.RESOURCE_EXHAUSTED || !/^Received message (larger than max|that decompresses to a size larger than)/.test(status.details ?? '')) {
+        send(status);
+        return;
+      }
+      // The decoder throws again on every further frame until the status is out.
+      if (refused) return;
+      refused = true;
+      const requestId = randomUUID();
+      authenticateRequest(s, peerAddress({ getPeer: () => call.getPeer(), metadata }, s.cfg.trustProxy), firstText(metadata, 'authorization'))
+        .then(() => {
+          throw new SvcError('MALFORMED', `The request message is larger than ${MAX_BODY_BYTES} bytes (4 MiB); send a smaller one.`);
+        })
+        .catch((e) => send(toGrpc(asSvcError(e, { log: s.log, requestId }), requestId) as Partial<grpc.StatusObject>));
+    };
+    return new grpc.ServerInterceptingCall(call, {
+      start: (next) =>
+        next({
+          onReceiveMetadata: (md, nextMd) => {
+            metadata = md;
+            nextMd(md);
+          },
+        }),
+    });
+  };
+
   const server = new grpc.Server({
+    interceptors: [refuseOversized],
     'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
     // Responses may carry records up to the database's limits; clients set their own cap.
     'grpc.max_send_message_length': -1,
