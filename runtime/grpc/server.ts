@@ -13,7 +13,12 @@
 import { randomUUID } from 'node:crypto';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
+import { createRequire } from 'node:module';
+import { dirname, resolve as resolvePath } from 'node:path';
+import * as protoLoader from '@grpc/proto-loader';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, protoPath as healthProtoPath, type ServingStatus } from 'grpc-health-check';
 import { MAX_BODY_BYTES, type RawBody } from '../../handlers/body.js';
 import { ERROR_TABLE, SvcError } from '../../handlers/errors.js';
 import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
@@ -52,7 +57,7 @@ import type { GetRequest__Output } from './generated/svc/v1/GetRequest.js';
 import type { Premise__Output } from './generated/svc/v1/Premise.js';
 import type { PutRequest__Output } from './generated/svc/v1/PutRequest.js';
 import type { QueryRequest__Output } from './generated/svc/v1/QueryRequest.js';
-import { loadSvcProto, messageType } from './proto.js';
+import { LOADER_OPTIONS, loadSvcProto, messageType, PROTO_DIR, PROTO_FILES } from './proto.js';
 
 export const SERVICE_NAME = 'svc.v1.SvcService';
 export const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
@@ -69,6 +74,8 @@ export const MAX_RECEIVE_BYTES = MAX_BODY_BYTES + 1024 * 1024;
 
 export interface GrpcServer {
   port: number;
+  /** Health answers NOT_SERVING from now on (a shutdown's first step); close() does it too. */
+  notServing(): void;
   close(): Promise<void>;
 }
 
@@ -334,14 +341,18 @@ export async function startGrpc(
     ...CONNECTION_OPTIONS,
   });
   server.addService(methods, implementation);
+  const health = addHealth(server, s);
+  new ReflectionService(reflectedServices()).addToServer(server);
   const creds = opts.tls
     ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }], false)
     : grpc.ServerCredentials.createInsecure();
   const listener = await listenGrpc(server, creds, opts);
   return {
     port: listener.port,
+    notServing: health.notServing,
     close: () =>
       new Promise<void>((resolve) => {
+        health.notServing();
         listener.close();
         // Let calls in flight finish, but do not wait on them for long.
         const timer = setTimeout(() => server.forceShutdown(), 5000);
@@ -371,6 +382,64 @@ export const CONNECTION_OPTIONS = {
   /** Calls at once on one connection. */
   'grpc.max_concurrent_streams': 100,
 } as const;
+
+/** How often Watch clients of the health service get a fresh answer from the database. */
+const HEALTH_REFRESH_MS = 10_000;
+
+/**
+ * grpc.health.v1.Health (grpc-health-check) for "" (the server) and svc.v1.SvcService:
+ * SERVING when readiness says the database and schema are there, NOT_SERVING otherwise and
+ * from the start of a shutdown. Check asks readiness each time; Watch streams are updated
+ * every HEALTH_REFRESH_MS. No credential: the status reveals nothing private.
+ */
+function addHealth(server: grpc.Server, s: Services): { notServing(): void } {
+  const names = ['', SERVICE_NAME];
+  const impl = new HealthImplementation(Object.fromEntries(names.map((n) => [n, 'NOT_SERVING' as ServingStatus])));
+  let current: ServingStatus = 'NOT_SERVING';
+  let stopped = false;
+  const set = (status: ServingStatus) => {
+    if (status === current) return;
+    current = status;
+    for (const n of names) impl.setStatus(n, status);
+  };
+  const refresh = async () => {
+    const r = await s.readiness.check();
+    if (!stopped) set(r.ready ? 'SERVING' : 'NOT_SERVING');
+  };
+  const timer = setInterval(() => void refresh(), HEALTH_REFRESH_MS);
+  timer.unref();
+  // Check refreshes first; the package's handlers do the rest (NOT_FOUND for other names, Watch).
+  impl.addToServer({
+    addService: (definition, handlers) =>
+      server.addService(definition as grpc.ServiceDefinition, {
+        ...handlers,
+        check: (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) =>
+          void refresh().finally(() => (handlers.check as grpc.handleUnaryCall<unknown, unknown>)(call, callback)),
+      } as grpc.UntypedServiceImplementation),
+  });
+  void refresh();
+  return {
+    notServing() {
+      stopped = true;
+      clearInterval(timer);
+      set('NOT_SERVING');
+    },
+  };
+}
+
+/**
+ * What reflection describes (`grpcurl list`): our service and its messages, the health
+ * service and reflection itself, from the protos the two packages ship.
+ */
+function reflectedServices(): protoLoader.PackageDefinition {
+  const healthRoot = resolvePath(dirname(healthProtoPath), '../..');
+  const reflectionRoot = resolvePath(dirname(require.resolve('@grpc/reflection')), '../proto');
+  return protoLoader.loadSync([...PROTO_FILES, 'health/v1/health.proto', 'grpc/reflection/v1/reflection.proto'], {
+    ...LOADER_OPTIONS,
+    includeDirs: [PROTO_DIR, healthRoot, reflectionRoot],
+  });
+}
+const require = createRequire(import.meta.url);
 
 /** What a plain-text HTTP/2 client sends first. */
 const HTTP2_PREFACE_BYTES = 24;
