@@ -106,9 +106,11 @@ function limitConnections(server: Server, maxConns: number, answer503: boolean):
 function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (answered.has(socket)) return;
   answered.add(socket);
-  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  // A reset peer, a socket already closing, or a response already under way: nothing to say.
-  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+  const http = socket as Socket & { _httpMessage?: { headersSent?: boolean }; parser?: unknown };
+  // A reset peer, a socket already closing, a response already under way, or a TLS error
+  // before HTTP started on the socket (no parser: a failed or timed-out handshake, where an
+  // HTTP answer would be written into the handshake): nothing to say.
+  if (err.code === 'ECONNRESET' || !socket.writable || http._httpMessage?.headersSent || !http.parser) {
     socket.destroy();
     return;
   }

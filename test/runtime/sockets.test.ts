@@ -5,7 +5,10 @@
  * socket closes. Real sockets against a real gateway.
  */
 import { connect, type Socket } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { ProtoGrpcType } from '../../runtime/grpc/generated/svc.js';
+import { loadSvcProto } from '../../runtime/grpc/proto.js';
 import { incident } from '../fixtures/classes.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
@@ -18,7 +21,10 @@ let full: TestGateway;
 beforeAll(async () => {
   db = await freshDatabase();
   t = await startTestGateway([incident], { db, extraArgs: ['--header-timeout', '1s', '--grpc-port', String(await freePort())] });
-  full = await startTestGateway([incident], { db, extraArgs: ['--header-timeout', '1s', '--max-conns', '4'] });
+  full = await startTestGateway([incident], {
+    db,
+    extraArgs: ['--header-timeout', '1s', '--max-conns', '4', '--grpc-port', String(await freePort())],
+  });
 });
 afterAll(async () => {
   await t?.close();
@@ -137,6 +143,28 @@ describe('--max-conns', () => {
     expect(closes.filter((o) => o === 'open')).toEqual([]);
     const after = await fetch(`${full.url}/readyz`);
     expect(after.status).toBe(200);
+  });
+
+  test('the gRPC port resets a connection over the limit at once, and takes new ones when idle ones timed out', async () => {
+    const port = full.gw.grpcPort!;
+    const idle = await Promise.all(Array.from({ length: 4 }, () => probe(port)));
+    await new Promise((r) => setTimeout(r, 100));
+    const over = await probe(port);
+    const overClose = await closedWithin(over, 500);
+    expect(overClose).not.toBe('open');
+    const closes = await Promise.all(idle.map((p) => closedWithin(p, 3500)));
+    expect(closes.filter((o) => o === 'open')).toEqual([]);
+    // A real client gets through now.
+    const proto = grpc.loadPackageDefinition(loadSvcProto()) as unknown as ProtoGrpcType;
+    const client = new proto.svc.v1.SvcService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    try {
+      const md = new grpc.Metadata();
+      md.set('authorization', `Bearer ${KEYS.alice}`);
+      const err = await new Promise<grpc.ServiceError | null>((res) => client.Get({ record: 'incident/none' }, md, (e) => res(e)));
+      expect(err?.code).toBe(grpc.status.NOT_FOUND);
+    } finally {
+      client.close();
+    }
   });
 });
 
