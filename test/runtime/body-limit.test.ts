@@ -3,19 +3,72 @@
  * pipe or a reset, on HTTP/JSON and on MCP; memory stays bounded because the rest of the body
  * is read and discarded, never kept.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { incident } from '../fixtures/classes.js';
+import { distIsFresh, ROOT } from '../setup/build.js';
 import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { freePort } from '../setup/ports.js';
 
 const MIB = 1024 * 1024;
 
 let t: TestGateway;
+/** The same gateway (database, classes, keys) as `kslate serve` in a process of its own. */
+let served: { child: ChildProcess; url: string } | undefined;
+
 beforeAll(async () => {
   t = await startTestGateway([incident]);
-});
+  // The CLI runs the compiled code: build it unless dist/ is newer than every source.
+  if (!distIsFresh()) {
+    const code = await new Promise<number | null>((res) =>
+      spawn(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'ignore' }).on(
+        'exit',
+        res,
+      ),
+    );
+    expect(code, 'build of dist/ failed').toBe(0);
+  }
+  const port = await freePort();
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('KSLATE_')));
+  const child = spawn(
+    process.execPath,
+    [
+      join(ROOT, 'bin/kslate.js'), 'serve',
+      '--database-url', t.db.url,
+      '--listen', `127.0.0.1:${port}`,
+      '--metrics-port', String(await freePort()),
+      '--identity', 'apikey',
+      '--apikeys', join(dirname(t.classesDir), 'apikeys.yaml'),
+      '--classes', t.classesDir,
+    ],
+    { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  served = { child, url: `http://127.0.0.1:${port}` };
+  await new Promise<void>((res, rej) => {
+    let out = '';
+    const timer = setTimeout(() => rej(new Error(`kslate serve did not log "listening": ${out}`)), 40_000);
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (/listening/.test(out)) {
+        clearTimeout(timer);
+        res();
+      }
+    });
+    child.stderr!.on('data', (d) => (out += d));
+    child.once('exit', (code) => rej(new Error(`kslate serve exited with ${code}: ${out}`)));
+  });
+}, 150_000);
 afterAll(async () => {
+  if (served && served.child.exitCode === null) {
+    const exited = new Promise((r) => served!.child.once('exit', r));
+    served.child.kill('SIGTERM');
+    const kill = setTimeout(() => served!.child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(kill);
+  }
   await t?.close();
 });
 
@@ -36,8 +89,8 @@ function streamOf(size: number): ReadableStream<Uint8Array> {
   });
 }
 
-async function put(body: BodyInit, id = fresh()): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${t.url}/v1/records/incident/${id}/fields/blob`, {
+async function put(body: BodyInit, id = fresh(), base = t.url): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${base}/v1/records/incident/${id}/fields/blob`, {
     method: 'PUT',
     headers: { authorization: `Bearer ${KEYS.alice}`, 'content-type': 'application/json' },
     body,
@@ -47,12 +100,14 @@ async function put(body: BodyInit, id = fresh()): Promise<{ status: number; body
 }
 
 describe('HTTP bodies over 4 MiB', () => {
-  test('12 sequential 50 MiB bodies with Content-Length all read 400 MALFORMED, none a broken pipe', async () => {
+  // The gateway in a process of its own, as deployed: sharing one event loop with the client
+  // hides the race (before the fix 1 to 8 of 12 sends got EPIPE this way; in-process, none).
+  test('12 sequential 50 MiB bodies with Content-Length to `kslate serve` all read 400 MALFORMED, none a broken pipe', async () => {
     const big = Buffer.alloc(50 * MIB, 0x7a);
     const outcomes: string[] = [];
     for (let i = 0; i < 12; i++) {
       try {
-        const r = await put(big);
+        const r = await put(big, fresh(), served!.url);
         outcomes.push(`${r.status} ${r.body?.error}`);
       } catch (e) {
         outcomes.push(`thrown: ${(e as Error).message} ${((e as Error).cause as Error | undefined)?.message ?? ''}`);
@@ -61,16 +116,16 @@ describe('HTTP bodies over 4 MiB', () => {
     expect(outcomes).toEqual(Array(12).fill('400 MALFORMED'));
   }, 120_000);
 
-  test('a chunked 50 MiB body (no Content-Length) reads 400 MALFORMED', async () => {
-    for (let i = 0; i < 3; i++) {
-      const r = await put(streamOf(50 * MIB));
+  test('a chunked 50 MiB body (no Content-Length) reads 400 MALFORMED, in process and from `kslate serve`', async () => {
+    for (const base of [t.url, served!.url, served!.url]) {
+      const r = await put(streamOf(50 * MIB), fresh(), base);
       expect(r.status).toBe(400);
       expect(r.body).toMatchObject({ error: 'MALFORMED', field: 'blob' });
     }
   }, 60_000);
 
   test('a client that sends its whole 50 MiB request before reading (like Python requests) reads the 400', async () => {
-    const { hostname, port } = new URL(t.url);
+    const { hostname, port } = new URL(served!.url);
     const outcomes: string[] = [];
     for (let i = 0; i < 4; i++) {
       outcomes.push(
