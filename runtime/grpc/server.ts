@@ -11,7 +11,7 @@
  * carry it to a later step (docs/grpc.md).
  */
 import { randomUUID } from 'node:crypto';
-import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { createRequire } from 'node:module';
 import { dirname, resolve as resolvePath } from 'node:path';
@@ -460,6 +460,8 @@ async function listenGrpc(
   const injector = server.createConnectionInjector(creds);
   const need = opts.tls ? 1 : HTTP2_PREFACE_BYTES;
   let open = 0;
+  /** Connections still sending their first bytes: grpc-js does not know them, close() ends them. */
+  const waiting = new Set<Socket>();
   const tcp = createTcpServer((socket) => {
     // Errors before grpc-js owns the socket (a reset during the preface) are just a close.
     socket.on('error', () => undefined);
@@ -471,7 +473,11 @@ async function listenGrpc(
     socket.once('close', () => open--);
     const timer = setTimeout(() => socket.destroy(), opts.headerTimeoutMs);
     timer.unref();
-    socket.once('close', () => clearTimeout(timer));
+    waiting.add(socket);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      waiting.delete(socket);
+    });
     const chunks: Buffer[] = [];
     let got = 0;
     const onData = (chunk: Buffer) => {
@@ -479,6 +485,7 @@ async function listenGrpc(
       got += chunk.length;
       if (got < need) return;
       clearTimeout(timer);
+      waiting.delete(socket);
       socket.off('data', onData);
       socket.pause();
       // Node's HTTP/2 and TLS read what is already buffered on the socket before its handle.
@@ -495,7 +502,13 @@ async function listenGrpc(
       resolve((tcp.address() as AddressInfo).port);
     });
   });
-  return { port, close: () => tcp.close() };
+  return {
+    port,
+    close: () => {
+      tcp.close();
+      for (const socket of waiting) socket.destroy();
+    },
+  };
 }
 
 // ---- translation helpers ----------------------------------------------------------------

@@ -77,15 +77,19 @@ export async function listenHttp(
  * for connections under the limit.
  */
 function limitConnections(server: Server, maxConns: number, answer503: boolean): void {
-  const [http] = server.listeners('connection') as ((socket: Socket) => void)[];
+  // Node installs exactly one: http's connection listener, or for https the TLS one.
+  const listeners = server.listeners('connection') as ((socket: Socket) => void)[];
   server.removeAllListeners('connection');
+  const http = (socket: Socket) => {
+    for (const l of listeners) l.call(server, socket);
+  };
   let open = 0;
   let refusing = 0;
   server.on('connection', (socket: Socket) => {
     if (open < maxConns) {
       open++;
       socket.once('close', () => open--);
-      http.call(server, socket);
+      http(socket);
       return;
     }
     if (!answer503 || refusing >= REFUSING_SLOTS) {

@@ -118,6 +118,18 @@ describe('idle connections', () => {
   });
 });
 
+test('closing the gateway ends gRPC connections still waiting for their first bytes', async () => {
+  // The default header timeout (10 s), so only the close can end the connection in time.
+  const g = await startTestGateway([incident], { db, extraArgs: ['--grpc-port', String(await freePort())] });
+  const p = await probe(g.gw.grpcPort!);
+  await new Promise((r) => setTimeout(r, 100));
+  const closing = g.close();
+  const outcome = await closedWithin(p, 1500);
+  p.socket.destroy();
+  await closing;
+  expect(outcome).not.toBe('open');
+});
+
 describe('--max-conns', () => {
   test('at the limit a new client gets 503 UNAVAILABLE with Connection: close, not a reset; once idle ones time out, 200', async () => {
     const { port } = hostPort(full.url);
