@@ -12,6 +12,10 @@ export interface Config {
   grpcPort: number;
   metricsPort: number;
   maxConns: number;
+  /** Close a connection that has not sent a complete request head (HTTP) or anything (gRPC) by then. */
+  headerTimeoutMs: number;
+  /** Close a connection that has not sent a whole request (head and body) by then. */
+  requestTimeoutMs: number;
   tlsCert: string | undefined;
   tlsKey: string | undefined;
   classesDir: string | undefined;
@@ -45,6 +49,12 @@ export const FLAGS: Record<string, FlagSpec> = {
   'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
   'metrics-port': { env: 'KSLATE_METRICS_PORT', help: 'metrics, /readyz and /healthz port', default: '9100' },
   'max-conns': { env: 'KSLATE_MAX_CONNS', help: 'concurrent connections', default: '4096' },
+  'header-timeout': {
+    env: 'KSLATE_HEADER_TIMEOUT',
+    help: 'close a connection that sent no complete request head (or gRPC preface) within this; also the keep-alive idle limit (at most 5s)',
+    default: '10s',
+  },
+  'request-timeout': { env: 'KSLATE_REQUEST_TIMEOUT', help: 'close a connection whose request (head and body) takes longer', default: '60s' },
   'tls-cert': { env: 'KSLATE_TLS_CERT', help: 'PEM certificate file; serves TLS with --tls-key' },
   'tls-key': { env: 'KSLATE_TLS_KEY', help: 'PEM private key file' },
   classes: { env: 'KSLATE_CLASSES', help: 'directory of SharedContext manifests to reconcile' },
@@ -103,7 +113,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     }
     sweepIntervalMs = ms;
   }
-  const duration = (flag: string, example: string): number => {
+  const duration = (flag: string, example = '10s or 1m'): number => {
     const s = raw(flag) ?? '';
     const ms = parseDuration(s);
     if (ms === null || ms <= 0) {
@@ -111,6 +121,13 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     }
     return ms;
   };
+  const headerTimeoutMs = duration('header-timeout');
+  const requestTimeoutMs = duration('request-timeout');
+  if (requestTimeoutMs < headerTimeoutMs) {
+    throw new ConfigError(
+      `--request-timeout (KSLATE_REQUEST_TIMEOUT) must be at least --header-timeout (KSLATE_HEADER_TIMEOUT); got ${raw('request-timeout')} < ${raw('header-timeout')}.`,
+    );
+  }
   const logLevel = raw('log-level') ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`--log-level (KSLATE_LOG_LEVEL) must be one of ${LOG_LEVELS.join(', ')}; got "${logLevel}".`);
@@ -136,6 +153,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     grpcPort: int('grpc-port', 0, 65535),
     metricsPort: int('metrics-port', 0, 65535),
     maxConns: int('max-conns', 1, 1_000_000),
+    headerTimeoutMs,
+    requestTimeoutMs,
     tlsCert: cert || undefined,
     tlsKey: key || undefined,
     classesDir: raw('classes') || undefined,

@@ -3,16 +3,15 @@
  * --metrics-port, gRPC on --grpc-port when it is not 0).
  */
 import { readFileSync } from 'node:fs';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
-import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { migrate } from '../db/migrate.js';
 import type { Logger } from '../handlers/context.js';
 import type { Config } from './config.js';
 import { startGrpc, type GrpcServer } from './grpc/server.js';
 import { createApp, healthz, readyz } from './http/app.js';
+import { listenHttp } from './http/listen.js';
 import { createServices, PortInUseError, type Services } from './services.js';
 
 export interface Gateway {
@@ -41,21 +40,15 @@ function portInUse(e: unknown, port: number, setting: string): unknown {
   return e;
 }
 
+/** One HTTP server of the gateway, with the timeouts and connection limit of runtime/http/listen.ts. */
 function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, host: string, port: number, cfg: Config, tls: boolean) {
-  return new Promise<{ server: ServerType; port: number }>((resolve, reject) => {
-    const server = serve(
-      tls
-        ? {
-            fetch,
-            hostname: host,
-            port,
-            createServer: createHttpsServer,
-            serverOptions: { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) },
-          }
-        : { fetch, hostname: host, port },
-      (info: AddressInfo) => resolve({ server, port: info.port }),
-    );
-    server.once('error', reject);
+  return listenHttp(fetch, {
+    host,
+    port,
+    maxConns: cfg.maxConns,
+    headerTimeoutMs: cfg.headerTimeoutMs,
+    requestTimeoutMs: cfg.requestTimeoutMs,
+    ...(tls ? { tls: { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) } } : {}),
   });
 }
 
@@ -93,7 +86,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
   };
 
   const tls = Boolean(cfg.tlsCert);
-  const servers: ServerType[] = [];
+  const servers: Server[] = [];
   const closeHttp = () =>
     Promise.all(
       servers.map(
@@ -112,14 +105,13 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
     return e;
   };
 
-  let api: { server: ServerType; port: number };
+  let api: { server: Server; port: number };
   try {
     api = await listen(createApp(services).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
   } catch (e) {
     throw await abandon(portInUse(e, cfg.listenPort, 'API port: --listen / KSLATE_LISTEN'));
   }
   servers.push(api.server);
-  (api.server as unknown as { maxConnections: number }).maxConnections = cfg.maxConns;
   const inFlight = trackRequests(api.server);
 
   const metricsApp = new Hono();
@@ -128,7 +120,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
   );
   metricsApp.get('/readyz', (c) => readyz(c, services));
   metricsApp.get('/healthz', (c) => healthz(c));
-  let metrics: { server: ServerType; port: number };
+  let metrics: { server: Server; port: number };
   try {
     metrics = await listen(metricsApp.fetch, cfg.listenHost, cfg.metricsPort, cfg, false);
   } catch (e) {
@@ -151,6 +143,8 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
       grpcServer = await startGrpc(services, {
         host: cfg.listenHost,
         port: cfg.grpcPort,
+        maxConns: cfg.maxConns,
+        headerTimeoutMs: cfg.headerTimeoutMs,
         tls: tls ? { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) } : undefined,
       });
     } catch (e) {
@@ -208,7 +202,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
  * Counts the API server's requests in flight; once draining, every response that has not
  * started yet carries Connection: close so its connection ends after it.
  */
-function trackRequests(server: ServerType) {
+function trackRequests(server: Server) {
   const open = new Set<import('node:http').ServerResponse>();
   let draining = false;
   let waiters: (() => void)[] = [];

@@ -11,8 +11,14 @@
  * carry it to a later step (docs/grpc.md).
  */
 import { randomUUID } from 'node:crypto';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
+import { createRequire } from 'node:module';
+import { dirname, resolve as resolvePath } from 'node:path';
+import * as protoLoader from '@grpc/proto-loader';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, protoPath as healthProtoPath, type ServingStatus } from 'grpc-health-check';
 import { MAX_BODY_BYTES, type RawBody } from '../../handlers/body.js';
 import { ERROR_TABLE, SvcError } from '../../handlers/errors.js';
 import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
@@ -52,22 +58,25 @@ import type { Premise__Output } from './generated/svc/v1/Premise.js';
 import type { PutRequest__Output } from './generated/svc/v1/PutRequest.js';
 import type { QueryRequest__Output } from './generated/svc/v1/QueryRequest.js';
 import { ERROR_DETAILS_BUDGET, fitErrorBody } from './error-body.js';
-import { loadSvcProto, messageType } from './proto.js';
+import { LOADER_OPTIONS, loadSvcProto, messageType, PROTO_DIR, PROTO_FILES } from './proto.js';
 
 export const SERVICE_NAME = 'svc.v1.SvcService';
 export const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
 export const STRUCT_TYPE_URL = 'type.googleapis.com/google.protobuf.Struct';
 
 /**
- * grpc-js refuses a message over its receive limit itself, with RESOURCE_EXHAUSTED and no
- * body. It is set above the 4 MiB body limit so that the gateway sees messages between the
- * two and answers MALFORMED like HTTP; only a message over this one still gets grpc-js's
- * answer (it is refused from its length prefix, before it is read).
+ * grpc-js's receive limit. It is set above the 4 MiB body limit so that the handlers see
+ * messages between the two and answer MALFORMED at their step, as HTTP does (after the
+ * authorization checks, with `record` and `field`). A larger message is refused by grpc-js
+ * from its length prefix, before it is read, so memory stays bounded; that refusal is turned
+ * into MALFORMED too by `refuseOversized` below (docs/grpc.md, Limits).
  */
 export const MAX_RECEIVE_BYTES = MAX_BODY_BYTES + 1024 * 1024;
 
 export interface GrpcServer {
   port: number;
+  /** Health answers NOT_SERVING from now on (a shutdown's first step); close() does it too. */
+  notServing(): void;
   /** Refuse new calls, let calls in flight finish for at most `graceMs` (default 5 s), then cut them. */
   close(graceMs?: number): Promise<void>;
 }
@@ -83,7 +92,7 @@ const ENCODE_DEPTH_HINT =
 
 export async function startGrpc(
   s: Services,
-  opts: { host: string; port: number; tls?: { cert: Buffer; key: Buffer } },
+  opts: { host: string; port: number; tls?: { cert: Buffer; key: Buffer }; maxConns: number; headerTimeoutMs: number },
 ): Promise<GrpcServer> {
   const definition = loadSvcProto();
   const service = definition[SERVICE_NAME] as ServiceDefinition;
@@ -288,23 +297,67 @@ export async function startGrpc(
     ),
   };
 
+  /**
+   * grpc-js answers a message over MAX_RECEIVE_BYTES itself, with RESOURCE_EXHAUSTED and no
+   * body, from its base call (server-interceptors.js, handleDataFrame: the StreamDecoder
+   * throws on the length prefix), below every interceptor. The spec keeps RESOURCE_EXHAUSTED
+   * for rate limiting, so this first interceptor, which is handed that base call, replaces
+   * its sendStatus: such a status becomes the MALFORMED answer (INVALID_ARGUMENT with the
+   * body in grpc-status-details-bin), after the credential check, which comes first on every
+   * transport. Every other status passes through unchanged.
+   */
+  const refuseOversized: grpc.ServerInterceptor = (_method, call) => {
+    let metadata = new grpc.Metadata();
+    let refused = false;
+    const base = call as unknown as { sendStatus(status: Partial<grpc.StatusObject>): void };
+    const send = base.sendStatus.bind(call);
+    base.sendStatus = (status) => {
+      if (status.code !== grpc.status.RESOURCE_EXHAUSTED || !/^Received message (larger than max|that decompresses to a size larger than)/.test(status.details ?? '')) {
+        send(status);
+        return;
+      }
+      // The decoder throws again on every further frame until the status is out.
+      if (refused) return;
+      refused = true;
+      const requestId = randomUUID();
+      authenticateRequest(s, peerAddress({ getPeer: () => call.getPeer(), metadata }, s.cfg.trustProxy), firstText(metadata, 'authorization'))
+        .then(() => {
+          throw new SvcError('MALFORMED', `The request message is larger than ${MAX_BODY_BYTES} bytes (4 MiB); send a smaller one.`);
+        })
+        .catch((e) => send(toGrpc(asSvcError(e, { log: s.log, requestId }), requestId) as Partial<grpc.StatusObject>));
+    };
+    return new grpc.ServerInterceptingCall(call, {
+      start: (next) =>
+        next({
+          onReceiveMetadata: (md, nextMd) => {
+            metadata = md;
+            nextMd(md);
+          },
+        }),
+    });
+  };
+
   const server = new grpc.Server({
+    interceptors: [refuseOversized],
     'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
     // Responses may carry records up to the database's limits; clients set their own cap.
     'grpc.max_send_message_length': -1,
+    ...CONNECTION_OPTIONS,
   });
   server.addService(methods, implementation);
+  const health = addHealth(server, s);
+  new ReflectionService(reflectedServices()).addToServer(server);
   const creds = opts.tls
     ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }], false)
     : grpc.ServerCredentials.createInsecure();
-  const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host}:${opts.port}`, creds, (err, bound) => (err ? reject(err) : resolve(bound))),
-  );
+  const listener = await listenGrpc(server, creds, opts);
   return {
-    port,
+    port: listener.port,
+    notServing: health.notServing,
     close: (graceMs = 5_000) =>
       new Promise<void>((resolve) => {
+        health.notServing();
+        listener.close();
         // Let calls in flight finish, but do not wait on them past the grace period.
         const timer = setTimeout(() => {
           server.forceShutdown();
@@ -316,6 +369,152 @@ export async function startGrpc(
           resolve();
         });
       }),
+  };
+}
+
+/**
+ * How long gRPC connections may live (docs/grpc.md, "Connections"). grpc-js's server reads
+ * these; it has no server-side `grpc.http2.max_pings_without_data` (Node's HTTP/2 bounds
+ * unanswered pings itself).
+ */
+export const CONNECTION_OPTIONS = {
+  /** Ping an idle client this often, and drop it if the ping is not answered in time. */
+  'grpc.keepalive_time_ms': 60_000,
+  'grpc.keepalive_timeout_ms': 20_000,
+  /** Close a connection that has had no call for this long (the client reconnects when it needs to). */
+  'grpc.max_connection_idle_ms': 5 * 60_000,
+  /** Ask a client to reconnect after this long (spreads load over replicas), calls in flight get the grace. */
+  'grpc.max_connection_age_ms': 30 * 60_000,
+  'grpc.max_connection_age_grace_ms': 60_000,
+  /** Calls at once on one connection. */
+  'grpc.max_concurrent_streams': 100,
+} as const;
+
+/** How often Watch clients of the health service get a fresh answer from the database. */
+const HEALTH_REFRESH_MS = 10_000;
+
+/**
+ * grpc.health.v1.Health (grpc-health-check) for "" (the server) and svc.v1.SvcService:
+ * SERVING when readiness says the database and schema are there, NOT_SERVING otherwise and
+ * from the start of a shutdown. Check asks readiness each time; Watch streams are updated
+ * every HEALTH_REFRESH_MS. No credential: the status reveals nothing private.
+ */
+function addHealth(server: grpc.Server, s: Services): { notServing(): void } {
+  const names = ['', SERVICE_NAME];
+  const impl = new HealthImplementation(Object.fromEntries(names.map((n) => [n, 'NOT_SERVING' as ServingStatus])));
+  let current: ServingStatus = 'NOT_SERVING';
+  let stopped = false;
+  const set = (status: ServingStatus) => {
+    if (status === current) return;
+    current = status;
+    for (const n of names) impl.setStatus(n, status);
+  };
+  const refresh = async () => {
+    const r = await s.readiness.check();
+    if (!stopped) set(r.ready ? 'SERVING' : 'NOT_SERVING');
+  };
+  const timer = setInterval(() => void refresh(), HEALTH_REFRESH_MS);
+  timer.unref();
+  // Check refreshes first; the package's handlers do the rest (NOT_FOUND for other names, Watch).
+  impl.addToServer({
+    addService: (definition, handlers) =>
+      server.addService(definition as grpc.ServiceDefinition, {
+        ...handlers,
+        check: (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) =>
+          void refresh().finally(() => (handlers.check as grpc.handleUnaryCall<unknown, unknown>)(call, callback)),
+      } as grpc.UntypedServiceImplementation),
+  });
+  void refresh();
+  return {
+    notServing() {
+      stopped = true;
+      clearInterval(timer);
+      set('NOT_SERVING');
+    },
+  };
+}
+
+/**
+ * What reflection describes (`grpcurl list`): our service and its messages, the health
+ * service and reflection itself, from the protos the two packages ship.
+ */
+function reflectedServices(): protoLoader.PackageDefinition {
+  const healthRoot = resolvePath(dirname(healthProtoPath), '../..');
+  const reflectionRoot = resolvePath(dirname(require.resolve('@grpc/reflection')), '../proto');
+  return protoLoader.loadSync([...PROTO_FILES, 'health/v1/health.proto', 'grpc/reflection/v1/reflection.proto'], {
+    ...LOADER_OPTIONS,
+    includeDirs: [PROTO_DIR, healthRoot, reflectionRoot],
+  });
+}
+const require = createRequire(import.meta.url);
+
+/** What a plain-text HTTP/2 client sends first. */
+const HTTP2_PREFACE_BYTES = 24;
+
+/**
+ * The gRPC port is our own TCP server that hands each connection to grpc-js
+ * (`createConnectionInjector`) only once it has sent its first bytes: the HTTP/2 preface
+ * (plain text) or the start of the TLS handshake. grpc-js's own listener would create an
+ * HTTP/2 session at once, and a connection that never sends anything would stay open as long
+ * as the session's idle limit. Here it is closed after --header-timeout, and connections over
+ * --max-conns are reset (HTTP/2 has no answer to give before the preface).
+ */
+async function listenGrpc(
+  server: grpc.Server,
+  creds: grpc.ServerCredentials,
+  opts: { host: string; port: number; tls?: unknown; maxConns: number; headerTimeoutMs: number },
+): Promise<{ port: number; close(): void }> {
+  const injector = server.createConnectionInjector(creds);
+  const need = opts.tls ? 1 : HTTP2_PREFACE_BYTES;
+  let open = 0;
+  /** Connections still sending their first bytes: grpc-js does not know them, close() ends them. */
+  const waiting = new Set<Socket>();
+  const tcp = createTcpServer((socket) => {
+    // Errors before grpc-js owns the socket (a reset during the preface) are just a close.
+    socket.on('error', () => undefined);
+    if (open >= opts.maxConns) {
+      socket.destroy();
+      return;
+    }
+    open++;
+    socket.once('close', () => open--);
+    const timer = setTimeout(() => socket.destroy(), opts.headerTimeoutMs);
+    timer.unref();
+    waiting.add(socket);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      waiting.delete(socket);
+    });
+    const chunks: Buffer[] = [];
+    let got = 0;
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      got += chunk.length;
+      if (got < need) return;
+      clearTimeout(timer);
+      waiting.delete(socket);
+      socket.off('data', onData);
+      socket.pause();
+      // Node's HTTP/2 and TLS read what is already buffered on the socket before its handle.
+      socket.unshift(Buffer.concat(chunks));
+      injector.injectConnection(socket);
+    };
+    socket.on('data', onData);
+  });
+  const host = opts.host;
+  const port = await new Promise<number>((resolve, reject) => {
+    tcp.once('error', reject);
+    tcp.listen(opts.port, host, () => {
+      tcp.off('error', reject);
+      resolve((tcp.address() as AddressInfo).port);
+    });
+  });
+  return {
+    port,
+    close: () => {
+      tcp.close();
+      for (const socket of waiting) socket.destroy();
+    },
   };
 }
 

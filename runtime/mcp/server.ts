@@ -12,7 +12,9 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 import type { Ctx } from '../../handlers/context.js';
 import { asSvcError } from '../../handlers/index.js';
 import type { Identity } from '../../handlers/types.js';
-import { authenticateRequest, clientAddress } from '../http/app.js';
+import { MAX_BODY_BYTES } from '../../handlers/body.js';
+import { SvcError } from '../../handlers/errors.js';
+import { authenticateRequest, clientAddress, readBody } from '../http/app.js';
 import { makeCtx, type Services } from '../services.js';
 import type { AppEnv } from '../http/env.js';
 import { callTool, TOOL_LIST, type ToolArgs } from './tools.js';
@@ -20,6 +22,13 @@ import { callTool, TOOL_LIST, type ToolArgs } from './tools.js';
 export const MCP_PATH = '/mcp';
 /** The methods /mcp answers (GET and DELETE with 405 after the credential check, as the SDK's stateless example). */
 export const MCP_METHODS = ['POST', 'GET', 'DELETE'] as const;
+
+/**
+ * The largest MCP POST body: a tool's arguments may carry a 4 MiB value (the HTTP body limit)
+ * plus the JSON-RPC envelope around it. The SDK's own limit would answer 413 without the
+ * MALFORMED body and without reading the rest, so the body is read here, with HTTP's reader.
+ */
+export const MAX_MCP_BODY_BYTES = MAX_BODY_BYTES + 64 * 1024;
 
 const SERVER_INFO = { name: 'kslate', version: '0.9.0' };
 
@@ -60,13 +69,24 @@ async function withIdentity(c: Context<AppEnv>, s: Services, next: (identity: Id
 /** One POST: a fresh server and stateless transport, answered as JSON, then both closed. */
 async function serveMcp(c: Context<AppEnv>, s: Services, identity: Identity): Promise<Response> {
   const scope = c.req.header('x-svc-scope');
+  const raw = await readBody(c.req.raw, MAX_MCP_BODY_BYTES);
+  if (raw.kind === 'too-large') return tooLarge();
+  const req = new Request(c.req.raw.url, {
+    method: 'POST',
+    headers: c.req.raw.headers,
+    body: raw.kind === 'text' ? raw.text : '',
+  });
   // A fresh context per tool call: the handlers keep per-call trace state on it.
   const server = createMcpServer(() => makeCtx(s, identity, scope, c.get('requestId')));
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+    maxRequestBodySize: MAX_MCP_BODY_BYTES,
+  });
   await server.connect(transport);
   try {
     // In JSON mode this resolves once every request of the message has its response.
-    return await transport.handleRequest(c.req.raw);
+    return await transport.handleRequest(req);
   } finally {
     await server.close().catch(() => undefined);
   }
@@ -80,6 +100,21 @@ export function createMcpServer(newCtx: () => Ctx): Server {
     callTool(req.params.name, req.params.arguments as ToolArgs | undefined, newCtx),
   );
   return server;
+}
+
+/**
+ * An MCP message over the limit: HTTP 400, as an HTTP body over 4 MiB, with a JSON-RPC error
+ * (-32000, the SDK's code for its own too-large answer) whose `data` is the MALFORMED body.
+ */
+function tooLarge(): Response {
+  const err = new SvcError(
+    'MALFORMED',
+    `The MCP message is larger than ${MAX_MCP_BODY_BYTES} bytes (4 MiB for a value plus 64 KiB for the JSON-RPC envelope); send a smaller value.`,
+  );
+  return new Response(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: err.message, data: err.body() }, id: null }), {
+    status: 400,
+    headers: { 'content-type': 'application/json' },
+  });
 }
 
 /** What the SDK's stateless example answers on GET and DELETE. */

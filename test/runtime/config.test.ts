@@ -29,6 +29,15 @@ describe('defaults (decisions §6, deployment values)', () => {
     expect(c.tlsKey).toBeUndefined();
     expect(c.classesDir).toBeUndefined();
     expect(c.sweepIntervalMs).toBeUndefined();
+    expect(c.headerTimeoutMs).toBe(10_000);
+    expect(c.requestTimeoutMs).toBe(60_000);
+  });
+
+  it('--header-timeout and --request-timeout take durations', () => {
+    const c = parseConfig(['--header-timeout', '1s', '--request-timeout', '2m'], {});
+    expect(c.headerTimeoutMs).toBe(1000);
+    expect(c.requestTimeoutMs).toBe(120_000);
+    expect(parseConfig([], { KSLATE_HEADER_TIMEOUT: '500ms' }).headerTimeoutMs).toBe(500);
   });
 
   it('does not read the real process environment when an env object is given', () => {
@@ -129,6 +138,10 @@ describe('bad values fail naming the flag and its variable', () => {
     ['listen', 'KSLATE_LISTEN', 'localhost', 'no port'],
     ['listen', 'KSLATE_LISTEN', '127.0.0.1:99999', 'port out of range'],
     ['sweep-interval', 'KSLATE_SWEEP_INTERVAL', 'soon', 'not a duration'],
+    ['header-timeout', 'KSLATE_HEADER_TIMEOUT', '10', 'a number without unit'],
+    ['header-timeout', 'KSLATE_HEADER_TIMEOUT', '0', 'zero'],
+    ['request-timeout', 'KSLATE_REQUEST_TIMEOUT', 'long', 'not a duration'],
+    ['request-timeout', 'KSLATE_REQUEST_TIMEOUT', '5s', 'shorter than the header timeout'],
     ['identity', 'KSLATE_IDENTITY', 'magic', 'unknown provider'],
   ];
 

@@ -2,11 +2,16 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
+import { connect } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { freePort } from '../setup/ports.js';
+import type { ProtoGrpcType } from '../../runtime/grpc/generated/svc.js';
+import { loadSvcProto } from '../../runtime/grpc/proto.js';
 
 let t: TestGateway;
 let dir: string;
@@ -21,7 +26,10 @@ beforeAll(async () => {
   ], { stdio: 'ignore' });
   cert = readFileSync(join(dir, 'cert.pem'));
   t = await startTestGateway([incident], {
-    extraArgs: ['--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'key.pem')],
+    extraArgs: [
+      '--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'key.pem'),
+      '--grpc-port', String(await freePort()), '--header-timeout', '1s',
+    ],
   });
 });
 afterAll(async () => {
@@ -55,4 +63,39 @@ test('plain HTTP on the TLS port gets no API answer', async () => {
     () => 'refused',
   );
   expect(outcome).not.toBe(200);
+});
+
+test('a TCP connection that never starts the TLS handshake is closed after the header timeout', async () => {
+  const { hostname, port } = new URL(t.url);
+  const outcome = await new Promise<number | 'open'>((resolve) => {
+    const t0 = Date.now();
+    const socket = connect({ host: hostname, port: Number(port) });
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve(Date.now() - t0));
+    setTimeout(() => {
+      resolve('open');
+      socket.destroy();
+    }, 3500);
+  });
+  // Node's default TLS handshake timeout is 120 s; it is the header timeout (1 s) here, and
+  // the socket is closed at once then (no HTTP answer can be written before a handshake).
+  expect(outcome).not.toBe('open');
+  expect(outcome).toBeLessThan(2500);
+});
+
+test('gRPC is served over TLS with the same certificate', async () => {
+  const proto = grpc.loadPackageDefinition(loadSvcProto()) as unknown as ProtoGrpcType;
+  const client = new proto.svc.v1.SvcService(`127.0.0.1:${t.gw.grpcPort}`, grpc.credentials.createSsl(cert));
+  try {
+    const md = new grpc.Metadata();
+    md.set('authorization', `Bearer ${KEYS.alice}`);
+    const res = await new Promise<any>((resolve, reject) =>
+      client.Put({ record: 'incident/tls-1', field: 'title', value: { stringValue: 'over TLS' }, expected_version: 0 }, md, (e, r) =>
+        e ? reject(e) : resolve(r),
+      ),
+    );
+    expect(res).toMatchObject({ record: 'incident/tls-1', version: 1, created: true });
+  } finally {
+    client.close();
+  }
 });

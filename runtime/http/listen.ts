@@ -1,0 +1,172 @@
+/**
+ * The HTTP servers of the gateway (API and metrics ports): @hono/node-server's request
+ * listener on a node:http (or node:https) server hardened so that no client can hold the
+ * port (issue 10):
+ *
+ * - `headersTimeout` = --header-timeout: a connection that has not sent a complete request
+ *   head by then is closed, including one that never sends a byte (Node's connection list
+ *   counts a fresh connection as a request in progress; checked every
+ *   `connectionsCheckingInterval`, set well below the timeout instead of Node's 30 s).
+ * - `requestTimeout` = --request-timeout: the whole request (head and body) must arrive by then.
+ * - `keepAliveTimeout`: an idle keep-alive connection is closed after min(5 s, header timeout).
+ * - TLS: `handshakeTimeout` = the header timeout (Node's default is 120 s).
+ * - --max-conns: on plain HTTP a connection over the limit is answered 503 UNAVAILABLE with
+ *   `Connection: close` and closed, instead of the reset `server.maxConnections` gives. With
+ *   TLS the answer would need a handshake first, so such a connection is reset.
+ * - Parse errors (`clientError`) are answered with a JSON body and the socket ended after the
+ *   answer is written: 431 for a head over 16 KiB, 408 for a request that timed out, 400
+ *   otherwise. Node's default handler destroys the socket at once, so a client still
+ *   sending often sees a reset instead of the answer.
+ */
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
+import { SvcError } from '../../handlers/errors.js';
+
+export interface ListenOptions {
+  host: string;
+  port: number;
+  maxConns: number;
+  headerTimeoutMs: number;
+  requestTimeoutMs: number;
+  tls?: { cert: Buffer; key: Buffer };
+}
+
+/** Node's default keep-alive idle time, kept unless the header timeout is shorter. */
+const KEEP_ALIVE_MS = 5000;
+/**
+ * Connections over --max-conns that are being answered 503 at the same time; beyond these a
+ * connection is reset, so refusing costs bounded memory and file descriptors too.
+ */
+export const REFUSING_SLOTS = 128;
+/** How long a refused or failed connection may keep sending (discarded) before it is destroyed. */
+const LINGER_MS = 2000;
+
+export async function listenHttp(
+  fetch: (req: Request, env: any) => Response | Promise<Response>,
+  opts: ListenOptions,
+): Promise<{ server: Server; port: number }> {
+  const serverOptions = {
+    headersTimeout: opts.headerTimeoutMs,
+    requestTimeout: opts.requestTimeoutMs,
+    keepAliveTimeout: Math.min(KEEP_ALIVE_MS, opts.headerTimeoutMs),
+    // Node checks the two timeouts above on this interval (default 30 s).
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(opts.headerTimeoutMs / 4))),
+  };
+  const listener = getRequestListener(fetch, { hostname: opts.host }) as (req: IncomingMessage, res: ServerResponse) => void;
+  const server: Server = opts.tls
+    ? createHttpsServer({ ...serverOptions, cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: opts.headerTimeoutMs }, listener)
+    : createHttpServer(serverOptions, listener);
+  limitConnections(server, opts.maxConns, !opts.tls);
+  server.on('clientError', answerClientError);
+
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+  return { server, port };
+}
+
+/**
+ * Count connections ourselves and handle those over the limit before Node's HTTP
+ * connection listener sees them: it is taken off the 'connection' event and called only
+ * for connections under the limit.
+ */
+function limitConnections(server: Server, maxConns: number, answer503: boolean): void {
+  // Node installs exactly one: http's connection listener, or for https the TLS one.
+  const listeners = server.listeners('connection') as ((socket: Socket) => void)[];
+  server.removeAllListeners('connection');
+  const http = (socket: Socket) => {
+    for (const l of listeners) l.call(server, socket);
+  };
+  let open = 0;
+  let refusing = 0;
+  server.on('connection', (socket: Socket) => {
+    if (open < maxConns) {
+      open++;
+      socket.once('close', () => open--);
+      http(socket);
+      return;
+    }
+    if (!answer503 || refusing >= REFUSING_SLOTS) {
+      socket.destroy();
+      return;
+    }
+    refusing++;
+    socket.once('close', () => refusing--);
+    const body = new SvcError(
+      'UNAVAILABLE',
+      `The gateway is at its connection limit (${maxConns}, --max-conns); retry shortly, or reuse one connection for several requests.`,
+    ).body();
+    endGracefully(socket, rawResponse(503, 'Service Unavailable', body, { 'Retry-After': '1' }));
+  });
+}
+
+/** A parse error or timeout of one connection: answer it with a JSON body if anything can be answered. */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (answered.has(socket)) return;
+  answered.add(socket);
+  const http = socket as Socket & { _httpMessage?: { headersSent?: boolean }; parser?: unknown };
+  // A reset peer, a socket already closing, a response already under way, or a TLS error
+  // before HTTP started on the socket (no parser: a failed or timed-out handshake, where an
+  // HTTP answer would be written into the handshake): nothing to say.
+  if (err.code === 'ECONNRESET' || !socket.writable || http._httpMessage?.headersSent || !http.parser) {
+    socket.destroy();
+    return;
+  }
+  let status: number;
+  let reason: string;
+  let message: string;
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      [status, reason] = [431, 'Request Header Fields Too Large'];
+      message = 'The request head (request line and headers) is larger than 16 KiB; send smaller headers.';
+      break;
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      // A connection that never sent a byte is not speaking HTTP to us: just close it.
+      if (socket.bytesRead === 0) {
+        socket.destroy();
+        return;
+      }
+      [status, reason] = [408, 'Request Timeout'];
+      message = 'The request was not received in time (--header-timeout for the head, --request-timeout for the whole request); send it again.';
+      break;
+    default:
+      [status, reason] = [400, 'Bad Request'];
+      message = `The request is not valid HTTP/1.1 (${err.code ?? err.message}).`;
+  }
+  endGracefully(socket, rawResponse(status, reason, new SvcError('MALFORMED', message).body()));
+}
+const answered = new WeakSet<Socket>();
+
+function rawResponse(status: number, reason: string, body: Record<string, unknown>, headers: Record<string, string> = {}): string {
+  const json = JSON.stringify(body);
+  const extra = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  return (
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n` +
+    `${extra}Connection: close\r\n\r\n${json}`
+  );
+}
+
+/**
+ * Write the answer and end our side, but keep reading (and discarding) what the client still
+ * sends: closing with unread data makes the kernel send a reset, which can reach the client
+ * before it has read the answer. The client closes once it has the answer; one that does
+ * not is destroyed after LINGER_MS.
+ */
+function endGracefully(socket: Socket, response: string): void {
+  // Stop Node's HTTP parser from reading this socket (adding a 'data' listener unconsumes it).
+  socket.removeAllListeners('data');
+  socket.on('data', () => undefined);
+  socket.on('error', () => undefined);
+  socket.end(response);
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+}
