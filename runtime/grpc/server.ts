@@ -32,6 +32,7 @@ import type { PutInput } from '../../handlers/put.js';
 import type { QueryInput } from '../../handlers/query.js';
 import { authenticateRequest } from '../http/app.js';
 import { makeCtx, type Services } from '../services.js';
+import { requestIdFrom } from '../http/env.js';
 import {
   appendResultMsg,
   checkpointLoadResultMsg,
@@ -137,9 +138,26 @@ export async function startGrpc(
       shape: (out: Outcome) => object,
     ) =>
     async (call: Call<T>, callback: grpc.sendUnaryData<Buffer>) => {
-      const requestId = randomUUID();
+      const started = performance.now();
+      const requestId = requestIdFrom(firstText(call.metadata, 'x-request-id'), randomUUID);
+      let author: string | undefined;
+      // The access log line of every call, as on HTTP (never a credential or a message).
+      const logged = (status: number, error?: string) =>
+        s.log.info('request', {
+          method: 'gRPC',
+          path: method.path,
+          status: grpc.status[status] ?? status,
+          duration_ms: Math.round((performance.now() - started) * 10) / 10,
+          author,
+          error,
+          request_id: requestId,
+        });
+      const idMetadata = new grpc.Metadata();
+      idMetadata.set('x-request-id', requestId);
+      call.sendMetadata(idMetadata);
       try {
         const identity = await authenticateRequest(s, peerAddress(call, s.cfg.trustProxy), firstText(call.metadata, 'authorization'));
+        author = identity.author;
         const req = call.request;
         if (!req.ok) throw new SvcError('MALFORMED', req.problem);
         const input = build(req.msg, req.bytes > MAX_BODY_BYTES);
@@ -159,8 +177,12 @@ export async function startGrpc(
           throw e;
         }
         callback(null, bytes);
+        logged(grpc.status.OK);
       } catch (e) {
-        callback(toGrpc(asSvcError(e, { log: s.log, requestId }), requestId));
+        const err = asSvcError(e, { log: s.log, requestId });
+        const status = toGrpc(err, requestId);
+        callback(status);
+        logged(status.code ?? grpc.status.UNKNOWN, err.code);
       }
     };
 

@@ -6,6 +6,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { freePort } from '../setup/ports.js';
+import * as grpc from '@grpc/grpc-js';
+import { loadSvcProto } from '../../runtime/grpc/proto.js';
 
 type Line = { level: string; msg: string; data: Record<string, unknown> };
 const lines: Line[] = [];
@@ -14,7 +17,7 @@ const log = { debug: capture('debug'), info: capture('info'), warn: capture('war
 
 let t: TestGateway;
 beforeAll(async () => {
-  t = await startTestGateway([incident], { log });
+  t = await startTestGateway([incident], { log, extraArgs: ['--grpc-port', String(await freePort())] });
 });
 afterAll(() => t?.close());
 
@@ -68,4 +71,31 @@ it('the id of a request that failed is in its error log line too', async () => {
   const r = await fetch(`${t.url}/v1/records/nope/a1`, { headers: { authorization: 'Bearer alice-test-key', 'x-request-id': 'trace-404' } });
   expect(r.status).toBe(404);
   expect(requestLines('trace-404')[0].data).toMatchObject({ status: 404, error: 'NOT_FOUND' });
+});
+
+it('gRPC calls are logged the same way and carry x-request-id back in their metadata', async () => {
+  const m = (loadSvcProto()['svc.v1.SvcService'] as unknown as Record<string, { path: string; requestSerialize(v: object): Buffer }>).Get;
+  const client = new grpc.Client(`127.0.0.1:${t.gw.grpcPort}`, grpc.credentials.createInsecure());
+  try {
+    const md = new grpc.Metadata();
+    md.set('authorization', 'Bearer alice-test-key');
+    md.set('x-request-id', 'grpc-trace-1');
+    const echoed = await new Promise<string | undefined>((resolve) => {
+      const call = client.makeUnaryRequest(m.path, (b: Buffer) => b, (b: Buffer) => b, m.requestSerialize({ record: 'incident/none' }), md, () => undefined);
+      call.on('metadata', (got) => resolve(String(got.get('x-request-id')[0])));
+      call.on('status', () => resolve(undefined));
+    });
+    expect(echoed).toBe('grpc-trace-1');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(requestLines('grpc-trace-1')[0].data).toMatchObject({
+      method: 'gRPC',
+      path: '/svc.v1.SvcService/Get',
+      status: 'NOT_FOUND',
+      error: 'NOT_FOUND',
+      author: 'apikey:alice',
+    });
+    expect(JSON.stringify(lines)).not.toContain('alice-test-key');
+  } finally {
+    client.close();
+  }
 });
