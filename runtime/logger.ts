@@ -19,7 +19,7 @@ export function createLogger(
     hideLogPositionForProduction: true,
   });
   if (json) {
-    const write = opts.write ?? ((line: string) => process.stdout.write(line));
+    const write = opts.write ?? batchedStdout();
     log.attachTransport((logObj) => {
       const obj = logObj as unknown as Record<string, unknown>;
       const meta = (obj as unknown as ILogObjMeta)._meta;
@@ -43,5 +43,31 @@ export function createLogger(
     info: call(log.info.bind(log)),
     warn: call(log.warn.bind(log)),
     error: call(log.error.bind(log)),
+  };
+}
+
+/**
+ * Lines written to stdout together once per turn of the event loop: with an access-log line
+ * per request, one write (a syscall, and a wake-up of whatever reads the pipe) per request
+ * cost more than the line itself. Lines still buffered when the process exits are written then.
+ */
+function batchedStdout(): (line: string) => void {
+  let pending: string[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (pending.length === 0) return;
+    const text = pending.join('');
+    pending = [];
+    process.stdout.write(text);
+  };
+  process.once('exit', flush);
+  return (line) => {
+    pending.push(line);
+    if (pending.length >= 256) flush();
+    else if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
   };
 }

@@ -25,38 +25,50 @@ const LOCK = `select id, record_version, now() as db_now from records
 const LOCK_FIELDS = `select ${FIELD_COLUMNS} from fields f
       where f.record_id = $1 and f.name = any($2::text[])`;
 
-// PgWriteTx.applyField for an existing record and a versioned field: one statement raising
-// the record version, upserting the field and inserting the history row.
-const APPLY = `with r as (update records set record_version = record_version + 1, last_write_at = now()
-            where id = $1 returning id, record_version),
+// PgWriteTx.applyField for an existing record and a versioned field: one statement sending
+// each text once (the `p` row, which also measures the row for the byte budget, migration
+// 0003), raising the record version, upserting the field and inserting the history row.
+const APPLY = `with p as (
+    select t.v, t.ev, t.bo, t.inv, coalesce(octet_length(t.v), 0) as vbytes,
+           coalesce(octet_length(t.ev), 0) + coalesce(octet_length(t.bo), 0) + coalesce(octet_length(t.inv), 0) as mbytes
+    from (select $1::text as v, $2::text as ev, $3::text as bo, $4::text as inv) t),
+      r as (update records set record_version = record_version + 1, last_write_at = now()
+            where id = $5 returning id, record_version),
       f as (
         insert into fields (record_id, class, name, kind, value, version, record_version, author,
-                            identity_strength, evidence, based_on, invocation, updated_at, owner, lease_expires_at)
-        select r.id, $2, $3, $4, $5::json, $6, r.record_version,
-               $7, $8, $9, $10::jsonb,
-               $11::json, now(), $12, $13::timestamptz
-        from r
+                            identity_strength, evidence, based_on, invocation, updated_at, owner, lease_expires_at, bytes)
+        select r.id, $6, $7, $8, p.v::json, $9, r.record_version,
+               $10, $11, p.ev, p.bo::jsonb,
+               p.inv::json, now(), $12, $13::timestamptz,
+               p.vbytes + p.mbytes
+        from r, p
         on conflict (record_id, name) do update set
           value = excluded.value, version = excluded.version, record_version = excluded.record_version,
           author = excluded.author, identity_strength = excluded.identity_strength,
           evidence = excluded.evidence, based_on = excluded.based_on, invocation = excluded.invocation,
           updated_at = excluded.updated_at, owner = excluded.owner, lease_expires_at = excluded.lease_expires_at,
-          lease_lapsed = false
+          lease_lapsed = false, bytes = excluded.bytes
       ),
       h as (
         insert into history (class, rid, field, op, version, record_version, value, author, identity_strength,
-                             evidence, expected_version, based_on, invocation, outcome)
+                             evidence, expected_version, based_on, invocation, outcome, bytes)
         select $14, $15, $16, $17, $18, r.record_version,
-               $19::json, $20, $21, $22,
-               $23, $24::jsonb, $25::json, 'applied'
-        from r
+               p.v::json, $19, $20, p.ev,
+               $21, p.bo::jsonb, p.inv::json, 'applied', p.vbytes + p.mbytes
+        from r, p
       )
       select id, record_version from r`;
 
 const READ_RECORD = `select id, record_version, created_at from records where class = $1 and rid = $2`;
-const READ_FIELDS = `select ${FIELD_COLUMNS} from fields f
-        where f.record_id = $1 and f.name = any($2::text[])
+// readRecord's fields with the response's byte budget ($1, $2: 16 MiB): values come along
+// when all the fields fit (always, here).
+const FB = `coalesce(f.bytes, coalesce(pg_column_size(f.value), 0) + coalesce(pg_column_size(f.evidence), 0)) + 256`;
+const READ_FIELDS = `select ${FIELD_COLUMNS.replace('f.value,', `case when sum(${FB}) over () <= $1 then f.value end as value,`)},
+               ${FB} as sz, sum(${FB}) over () <= $2 as fits
+        from fields f
+        where f.record_id = $3 and f.name = any($4::text[])
         order by f.name`;
+const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 let lockFn = false;
 
@@ -103,8 +115,8 @@ export async function rawPut(c, idx, versions, author, value) {
     const version = current + 1;
     const v = JSON.stringify(value);
     await c.query(APPLY, [
-      id, CLASS, 'f1', 'versioned', v, version, author, 'shared-secret', null, null, null, null, null,
-      CLASS, rid, 'f1', 'put', version, v, author, 'shared-secret', null, expected, null, null,
+      v, null, null, null, id, CLASS, 'f1', 'versioned', version, author, 'shared-secret', null, null,
+      CLASS, rid, 'f1', 'put', version, author, 'shared-secret', expected,
     ]);
     await c.query('commit');
     versions[idx] = version;
@@ -118,7 +130,8 @@ export async function rawPut(c, idx, versions, author, value) {
 /** The reads of a get: the record row, then its fields (readRecord). */
 export async function rawGet(c, rid, names) {
   const rec = (await c.query(READ_RECORD, [CLASS, rid])).rows[0];
-  const fields = await c.query(READ_FIELDS, [Number(rec.id), names]);
+  const id = Number(rec.id);
+  const fields = await c.query(READ_FIELDS, [MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES, id, names]);
   return fields.rows.length;
 }
 

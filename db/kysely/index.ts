@@ -136,16 +136,16 @@ const FIELD_COLUMNS = fieldColumns();
 /** What a rendered row costs beyond its texts (keys, author, timestamps): a byte budget also bounds row counts. */
 export const ROW_OVERHEAD_BYTES = 256;
 
-// A row's size for byte budgets: `bytes` (migration 0003), or measured for older rows.
-const HISTORY_BYTES = sql.raw(
-  `coalesce(bytes, coalesce(octet_length(value::text), 0) + coalesce(octet_length(evidence), 0)) + ${ROW_OVERHEAD_BYTES}`,
-);
-const FIELD_BYTES = sql.raw(
-  `coalesce(f.bytes, coalesce(octet_length(f.value::text), 0) + coalesce(octet_length(f.evidence), 0)) + ${ROW_OVERHEAD_BYTES}`,
-);
-const ENTRY_BYTES = sql.raw(
-  `coalesce(e.bytes, coalesce(octet_length(e.value::text), 0) + coalesce(octet_length(e.evidence), 0)) + ${ROW_OVERHEAD_BYTES}`,
-);
+// A row's size for byte budgets: `bytes` (migration 0003); for rows written before it, the
+// stored size of its value and evidence (pg_column_size: no de-TOASTing or conversion, so
+// cheap, but a compressed value counts at its compressed size).
+const rowBytes = (a: string) =>
+  sql.raw(
+    `coalesce(${a}bytes, coalesce(pg_column_size(${a}value), 0) + coalesce(pg_column_size(${a}evidence), 0)) + ${ROW_OVERHEAD_BYTES}`,
+  );
+const HISTORY_BYTES = rowBytes('h.');
+const FIELD_BYTES = rowBytes('f.');
+const ENTRY_BYTES = rowBytes('e.');
 
 export class PgDb implements Db {
   readonly kysely: Kysely<any>;
@@ -174,18 +174,30 @@ export class PgDb implements Db {
       if (!r) return null;
       const id = Number(r.id);
       const names = opts.fields;
-      // Fields in name order while their running size stays within maxBytes (the first
-      // always); a field past the budget comes back `omitted`, without its value.
+      // Values come along only when all the fields fit the budget (nearly always: a window
+      // over the whole set costs next to nothing). Otherwise fields are kept in name order
+      // while their running size stays within maxBytes (the first always) and only the kept
+      // ones' values are read, in a second statement; the rest come back `omitted`.
       const fieldRows = await sql<Record<string, unknown>>`
-        select ${fieldColumns(sql`case when c.keep then f.value end`)}, c.sz, not c.keep as omitted
-        from (
-          select s.name, s.sz, (sum(s.sz) over w <= ${opts.maxBytes} or row_number() over w = 1) as keep
-          from (select f.name, ${FIELD_BYTES} as sz from fields f
-                where f.record_id = ${id} ${names ? sql`and f.name = any(${names}::text[])` : sql``}) s
-          window w as (order by s.name)) c
-        join fields f on f.record_id = ${id} and f.name = c.name
+        select ${fieldColumns(sql`case when sum(${FIELD_BYTES}) over () <= ${opts.maxBytes} then f.value end`)},
+               ${FIELD_BYTES} as sz, sum(${FIELD_BYTES}) over () <= ${opts.maxBytes} as fits
+        from fields f
+        where f.record_id = ${id} ${names ? sql`and f.name = any(${names}::text[])` : sql``}
         order by f.name`.execute(this.kysely);
       const fields = fieldRows.rows.map(mapField);
+      if (fieldRows.rows.length > 0 && !fieldRows.rows[0].fits) {
+        let running = 0;
+        const kept: string[] = [];
+        for (const f of fields) {
+          running += f.bytes ?? 0;
+          if (kept.length > 0 && running > opts.maxBytes) f.omitted = true;
+          else kept.push(f.name);
+        }
+        const values = await sql<{ name: string; value: unknown }>`
+          select name, value from fields where record_id = ${id} and name = any(${kept}::text[])`.execute(this.kysely);
+        const byName = new Map(values.rows.map((v) => [v.name, v.value]));
+        for (const f of fields) if (!f.omitted) f.value = byName.get(f.name) ?? null;
+      }
       let spent = 0;
       for (const f of fields) if (!f.omitted) spent += f.bytes ?? 0;
       const appendFields = fields.filter((f) => f.kind === 'append' && !f.omitted);
@@ -220,30 +232,30 @@ export class PgDb implements Db {
     return this.guard(async () => {
       const { fields, beforeSeq, limit, maxBytes } = opts;
       // One field uses history_record_field; otherwise history_record, filtering rows.
-      // `page` takes ids and sizes only (limit + 1 to see whether more remain); `cut` keeps
-      // the newest rows whose running size stays within maxBytes (the first row always, so
-      // a page always advances); only those rows' values are read. The page comes back as
-      // ONE json text (an array of row arrays) parsed once: building 1,000 row objects in
-      // the driver (and parsing 1,000 timestamps) cost ~3x the CPU.
+      // The page (limit + 1 rows, to see whether more remain) keeps the newest rows whose
+      // running size stays within maxBytes (the first row always, so a page always
+      // advances); the others pass the window with their values still TOASTed and are not
+      // aggregated. The page comes back as ONE json text (an array of row arrays) parsed
+      // once: building 1,000 row objects in the driver (and parsing 1,000 timestamps) cost
+      // ~3x the CPU.
       const res = await sql<{ rows: string; n: number }>`
-        with page as (
-          select id, ${HISTORY_BYTES} as sz from history
-          where class = ${cls} and rid = ${rid}
-            ${fields && fields.length === 1 ? sql`and field = ${fields[0]}` : sql``}
-            ${fields && fields.length !== 1 ? sql`and field = any(${fields}::text[])` : sql``}
-            ${beforeSeq !== null ? sql`and id < ${beforeSeq}` : sql``}
-          order by id desc
-          limit ${limit + 1}),
-        cut as (
-          select id, sum(sz) over w as running, row_number() over w as n from page window w as (order by id desc))
-        select
-          (select count(*) from page) as n,
-          (select coalesce(json_agg(json_build_array(
-                   h.id, h.field, h.op, h.version, h.record_version, h.value, h.value_size, h.value_sha256, h.author,
-                   h.identity_strength, h.evidence, h.expected_version, h.based_on, h.invocation, h.outcome,
-                   (extract(epoch from h.created_at) * 1000)::bigint) order by h.id desc), '[]')::text
-           from cut join history h on h.id = cut.id
-           where cut.n <= ${limit} and (cut.running <= ${maxBytes} or cut.n = 1)) as rows`.execute(this.kysely);
+        select count(*) as n,
+               coalesce(json_agg(json_build_array(
+                 id, field, op, version, record_version, value, value_size, value_sha256, author,
+                 identity_strength, evidence, expected_version, based_on, invocation, outcome,
+                 (extract(epoch from created_at) * 1000)::bigint) order by id desc)
+                 filter (where n <= ${limit} and (running <= ${maxBytes} or n = 1)), '[]')::text as rows
+        from (
+          select page.*, sum(page.sz) over w as running, row_number() over w as n
+          from (
+            select h.*, ${HISTORY_BYTES} as sz from history h
+            where h.class = ${cls} and h.rid = ${rid}
+              ${fields && fields.length === 1 ? sql`and h.field = ${fields[0]}` : sql``}
+              ${fields && fields.length !== 1 ? sql`and h.field = any(${fields}::text[])` : sql``}
+              ${beforeSeq !== null ? sql`and h.id < ${beforeSeq}` : sql``}
+            order by h.id desc
+            limit ${limit + 1}) page
+          window w as (order by page.id desc)) x`.execute(this.kysely);
       const rows = JSON.parse(res.rows[0].rows) as unknown[][];
       const page = rows.map(
         (r): HistoryRow => ({
@@ -375,58 +387,79 @@ export class PgDb implements Db {
 
   queryRecords(cls: string, filters: QueryFilter[], opts: { afterId: number; limit: number; fields: string[]; maxBytes: number }) {
     return this.guard(async () => {
-      // The page (limit + 1 to see whether more remain) with each record's size: its shown
-      // fields and, for append fields, the latest entry (what query shows of them). Records
-      // are kept while the running size stays within maxBytes, the first always.
       const shown = opts.fields;
-      const res = await sql<Record<string, unknown>>`
-        select p.id, p.rid, p.record_version, s.sz
-        from (${queryRecordsStatement(cls, filters, { afterId: opts.afterId, limit: opts.limit + 1 })}) p
-        cross join lateral (
-          select coalesce(sum(${FIELD_BYTES} + case when f.kind = 'append' then coalesce((
-                   select ${ENTRY_BYTES} from entries e where e.record_id = f.record_id and e.field = f.name
-                   order by e.seq desc limit 1), 0) else 0 end), 0) as sz
-          from fields f where f.record_id = p.id and f.name = any(${shown}::text[])) s
-        order by p.id`.execute(this.kysely);
-      let running = 0;
-      const page: Record<string, unknown>[] = [];
-      for (const r of res.rows) {
-        running += Number(r.sz) + ROW_OVERHEAD_BYTES;
-        if (page.length === opts.limit || (page.length > 0 && running > opts.maxBytes)) break;
-        page.push(r);
+      // limit + 1 matches, to see whether more remain.
+      const res = await queryRecordsStatement(cls, filters, { afterId: opts.afterId, limit: opts.limit + 1 }).execute(this.kysely);
+      let page = res.rows.slice(0, opts.limit);
+      if (page.length === 0 || shown.length === 0) {
+        return { rows: page.map((r) => ({ id: Number(r.id), rid: r.rid as string, record_version: Number(r.record_version), fields: [] })), more: res.rows.length > page.length };
       }
-      const more = res.rows.length > page.length;
-      const ids = page.map((r) => Number(r.id));
-      if (ids.length === 0 || shown.length === 0) {
-        return { rows: page.map((r) => ({ id: Number(r.id), rid: r.rid as string, record_version: Number(r.record_version), fields: [] })), more };
-      }
-      const fieldRows = await sql<Record<string, unknown>>`
-        select f.record_id, ${FIELD_COLUMNS} from fields f
-        where f.record_id = any(${ids}::bigint[]) and f.name = any(${shown}::text[])
-        order by f.record_id, f.name`.execute(this.kysely);
-      const byRecord = new Map<number, FieldRow[]>();
-      const appendNames = new Set<string>();
-      for (const row of fieldRows.rows) {
-        const f = mapField(row);
-        if (f.kind === 'append') appendNames.add(f.name);
-        const list = byRecord.get(Number(row.record_id)) ?? [];
-        list.push(f);
-        byRecord.set(Number(row.record_id), list);
-      }
-      if (appendNames.size > 0) {
-        const latest = await latestEntries(this.kysely, ids, [...appendNames]);
-        for (const [id, list] of byRecord) {
-          for (const f of list) if (f.kind === 'append') f.entries = latest.get(`${id}:${f.name}`) ?? [];
+      // Nearly always the whole page fits the byte budget: its fields (and latest entries)
+      // come with their values in one statement each, which say whether they all fit.
+      let read = await this.pageFields(page.map((r) => Number(r.id)), shown, opts.maxBytes);
+      if (!read) {
+        // It does not: measure each record (its shown fields and, for append fields, the
+        // latest entry, what query shows of them) and keep records while the running size
+        // stays within the budget, the first always; then read just those.
+        const ids = page.map((r) => Number(r.id));
+        const sizes = await sql<{ id: number; sz: number }>`
+          select k.id, coalesce((
+            select sum(${FIELD_BYTES} + case when f.kind = 'append' then coalesce((
+                     select ${ENTRY_BYTES} from entries e where e.record_id = f.record_id and e.field = f.name
+                     order by e.seq desc limit 1), 0) else 0 end)
+            from fields f where f.record_id = k.id and f.name = any(${shown}::text[])), 0) as sz
+          from unnest(${ids}::bigint[]) as k(id)`.execute(this.kysely);
+        const size = new Map(sizes.rows.map((r) => [Number(r.id), Number(r.sz)]));
+        let running = 0;
+        const kept: Record<string, unknown>[] = [];
+        for (const r of page) {
+          running += (size.get(Number(r.id)) ?? 0) + ROW_OVERHEAD_BYTES;
+          if (kept.length > 0 && running > opts.maxBytes) break;
+          kept.push(r);
         }
+        page = kept;
+        read = (await this.pageFields(page.map((r) => Number(r.id)), shown, Number.MAX_SAFE_INTEGER))!;
       }
       const rows = page.map((r) => ({
         id: Number(r.id),
         rid: r.rid as string,
         record_version: Number(r.record_version),
-        fields: byRecord.get(Number(r.id)) ?? [],
+        fields: read!.get(Number(r.id)) ?? [],
       }));
-      return { rows, more };
+      return { rows, more: res.rows.length > page.length };
     });
+  }
+
+  /**
+   * The shown fields of a page of records (append fields with their latest entry), or null
+   * when they do not all fit `maxBytes`; then no value was read.
+   */
+  private async pageFields(ids: number[], shown: string[], maxBytes: number): Promise<Map<number, FieldRow[]> | null> {
+    const total = sql`sum(${FIELD_BYTES}) over ()`;
+    const fieldRows = await sql<Record<string, unknown>>`
+      select f.record_id, ${fieldColumns(sql`case when ${total} <= ${maxBytes} then f.value end`)}, ${total} as total
+      from fields f
+      where f.record_id = any(${ids}::bigint[]) and f.name = any(${shown}::text[])
+      order by f.record_id, f.name`.execute(this.kysely);
+    const spent = fieldRows.rows.length > 0 ? Number(fieldRows.rows[0].total) + ids.length * ROW_OVERHEAD_BYTES : 0;
+    if (spent > maxBytes) return null;
+    const byRecord = new Map<number, FieldRow[]>();
+    const appendNames = new Set<string>();
+    for (const row of fieldRows.rows) {
+      const f = mapField(row);
+      if (f.kind === 'append') appendNames.add(f.name);
+      const list = byRecord.get(Number(row.record_id)) ?? [];
+      list.push(f);
+      byRecord.set(Number(row.record_id), list);
+    }
+    if (appendNames.size > 0) {
+      const latest = await latestEntries(this.kysely, ids, [...appendNames], maxBytes - spent);
+      if (!latest) return null;
+      for (const [id, list] of byRecord) {
+        for (const f of list) if (f.kind === 'append') f.entries = latest.get(`${id}:${f.name}`) ?? [];
+      }
+    }
+    return byRecord;
   }
 
   claimScope(scope: string, author: string, windowSeconds: number) {
@@ -663,22 +696,23 @@ async function readEntries(
   const cap = opts.limit === null ? fit : Math.min(opts.limit, fit);
   const out = new Map<string, EntryRow[]>();
   if (cap === 0) return out;
+  // One pass: candidates (newest first per field, values still TOASTed), their running size
+  // in field order, and only the kept rows leave the query with their values.
   const rows = await sql<Record<string, unknown>>`
-    with cand as (
-      select n.field, n.ord, e.seq, e.sz
+    select c.field, c.seq, c.value, c.author, c.identity_strength, c.evidence, c.based_on, c.invocation, c.created_at
+    from (
+      select n.field, n.ord, e.*, sum(e.sz) over w as running, row_number() over w as rn
       from unnest(${names}::text[]) with ordinality as n(field, ord)
       cross join lateral (
-        select e.seq, ${ENTRY_BYTES} as sz from entries e
+        select e.seq, e.value, e.author, e.identity_strength, e.evidence, e.based_on, e.invocation, e.created_at,
+               ${ENTRY_BYTES} as sz
+        from entries e
         where e.record_id = ${recordId} and e.field = n.field
           ${opts.beforeSeq === null ? sql`` : sql`and e.seq < ${opts.beforeSeq}`}
-        order by e.seq desc limit ${cap}) e),
-    cut as (
-      select field, ord, seq, sum(sz) over w as running, row_number() over w as n
-      from cand window w as (order by ord, seq desc))
-    select c.field, e.seq, e.value, e.author, e.identity_strength, e.evidence, e.based_on, e.invocation, e.created_at
-    from cut c join entries e on e.record_id = ${recordId} and e.field = c.field and e.seq = c.seq
-    where c.running <= ${opts.maxBytes} or c.n = 1
-    order by c.ord, e.seq`.execute(db);
+        order by e.seq desc limit ${cap}) e
+      window w as (order by n.ord, e.seq desc)) c
+    where c.running <= ${opts.maxBytes} or c.rn = 1
+    order by c.ord, c.seq`.execute(db);
   for (const r of rows.rows) {
     const list = out.get(r.field as string) ?? [];
     list.push(mapEntry(r));
@@ -687,19 +721,26 @@ async function readEntries(
   return out;
 }
 
-/** The latest entry per (record, append field), keyed `id:field` (query shows only that one). */
-async function latestEntries(db: Kysely<any>, recordIds: number[], names: string[]) {
+/**
+ * The latest entry per (record, append field), keyed `id:field` (query shows only that one),
+ * or null when they do not all fit `maxBytes` (then no value was read).
+ */
+async function latestEntries(db: Kysely<any>, recordIds: number[], names: string[], maxBytes: number) {
   const rows = await sql<Record<string, unknown>>`
-    select k.record_id, n.field, e.seq, e.value, e.author, e.identity_strength, e.evidence, e.based_on, e.invocation, e.created_at
+    select k.record_id, n.field, e.seq, case when sum(e.sz) over () <= ${maxBytes} then e.value end as value, e.author,
+           e.identity_strength, e.evidence, e.based_on, e.invocation, e.created_at, sum(e.sz) over () as total
     from unnest(${recordIds}::bigint[]) as k(record_id)
     cross join unnest(${names}::text[]) as n(field)
     cross join lateral (
-      select * from entries e where e.record_id = k.record_id and e.field = n.field
+      select e.*, ${ENTRY_BYTES} as sz from entries e where e.record_id = k.record_id and e.field = n.field
       order by e.seq desc limit 1
     ) e
     order by k.record_id, n.field`.execute(db);
   const byKey = new Map<string, EntryRow[]>();
-  for (const r of rows.rows) byKey.set(`${r.record_id}:${r.field}`, [mapEntry(r)]);
+  for (const r of rows.rows) {
+    if (Number(r.total) > maxBytes) return null;
+    byKey.set(`${r.record_id}:${r.field}`, [mapEntry(r)]);
+  }
   return byKey;
 }
 

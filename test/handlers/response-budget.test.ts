@@ -191,3 +191,23 @@ describe('query', () => {
     expect(pages).toBeGreaterThanOrEqual(2);
   });
 });
+
+describe('query with large latest entries', () => {
+  it('six records whose latest entry is 3.9 MiB: pages stop at 16 MiB, each record once', async () => {
+    for (let i = 0; i < 6; i++) {
+      await ok('alice', 'PUT', `/v1/records/bulky/e${i}/fields/tag`, { value: 'e', expected_version: 0 });
+      await ok('alice', 'POST', `/v1/records/bulky/e${i}/fields/log/entries`, { entry: large('e'), evidence: 'x' });
+    }
+    const seen: string[] = [];
+    let after: string | undefined;
+    do {
+      const page = await ok('alice', 'GET', `/v1/records/bulky?tag=e${after ? `&after=${encodeURIComponent(after)}` : ''}`);
+      expect(page.records.length).toBeGreaterThan(0);
+      expect(bytesOf(page)).toBeLessThanOrEqual(MAX_RESPONSE_BYTES + 4 * MIB);
+      for (const r of page.records) expect(r.fields.log.entries[0].value).toBe(large('e'));
+      seen.push(...page.records.map((r: { record: string }) => r.record));
+      after = page.next_after;
+    } while (after);
+    expect(seen).toEqual([0, 1, 2, 3, 4, 5].map((i) => `bulky/e${i}`));
+  });
+});
