@@ -18,7 +18,14 @@ export interface Identity {
 /** One entry of the `--identity` list: answers null when the token is not its kind. */
 export interface IdentityProvider {
   readonly kind: string;
+  /**
+   * The caller's identity, or null when the token is not this provider's (the next one is
+   * tried). Throws SvcError UNAUTHENTICATED for a token that is this provider's but bad, and
+   * UNAVAILABLE (503) when the provider cannot judge right now (its issuer or API is down).
+   */
   authenticate(token: string): Promise<Identity | null>;
+  /** Why the provider cannot verify tokens yet (shown by /readyz), or null when it can. */
+  notReady?(): string | null;
 }
 
 export type FieldKind = 'versioned' | 'soft' | 'append' | 'task';

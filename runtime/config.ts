@@ -22,6 +22,10 @@ export interface Config {
   sweepIntervalMs: number | undefined;
   identity: string[];
   apikeysFile: string | undefined;
+  oidcIssuer: string | undefined;
+  oidcAudience: string | undefined;
+  oidcJwksUrl: string | undefined;
+  oidcUsernameClaim: string;
   trustProxy: number;
   logLevel: string;
   dataDir: string;
@@ -61,6 +65,10 @@ export const FLAGS: Record<string, FlagSpec> = {
   'sweep-interval': { env: 'KSLATE_SWEEP_INTERVAL', help: 'run the sweep in-process this often (e.g. 60s)' },
   identity: { env: 'KSLATE_IDENTITY', help: 'identity providers in order, comma-separated', default: 'k8s-sa' },
   apikeys: { env: 'KSLATE_APIKEYS', help: 'API key file (apikeys.yaml) for the apikey provider' },
+  'oidc-issuer': { env: 'KSLATE_OIDC_ISSUER', help: 'oidc provider: the issuer URL (its discovery document gives the JWKS)' },
+  'oidc-audience': { env: 'KSLATE_OIDC_AUDIENCE', help: 'oidc provider: the audience tokens must carry (required with oidc)' },
+  'oidc-jwks-url': { env: 'KSLATE_OIDC_JWKS_URL', help: 'oidc provider: the JWKS URL, instead of discovery' },
+  'oidc-username-claim': { env: 'KSLATE_OIDC_USERNAME_CLAIM', help: 'oidc provider: the claim naming the caller', default: 'sub' },
   'trust-proxy': { env: 'KSLATE_TRUST_PROXY', help: 'number of proxy hops to trust for the client address', default: '0' },
   'log-level': { env: 'KSLATE_LOG_LEVEL', help: 'debug, info, warn or error', default: 'info' },
   'drain-timeout': {
@@ -161,6 +169,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     sweepIntervalMs,
     identity,
     apikeysFile: raw('apikeys') || undefined,
+    oidcIssuer: raw('oidc-issuer') || undefined,
+    oidcAudience: raw('oidc-audience') || undefined,
+    oidcJwksUrl: raw('oidc-jwks-url') || undefined,
+    oidcUsernameClaim: raw('oidc-username-claim') || 'sub',
     trustProxy: int('trust-proxy', 0, 32),
     logLevel,
     dataDir: raw('data-dir') ?? '.kslate',

@@ -28,6 +28,8 @@ export class Readiness {
     private readonly log: Logger,
     /** Runs after the schema was (re-)applied: reconcile classes, drop caches. */
     private readonly afterApply: () => Promise<void>,
+    /** Why something besides the database keeps the gateway from serving (an identity provider), or null. */
+    private readonly otherProblem: () => string | null = () => null,
   ) {}
 
   /** From now on /readyz answers 503: the gateway is stopping (SIGTERM/SIGINT). */
@@ -43,6 +45,8 @@ export class Readiness {
     if (this.draining) {
       return { ready: false, message: 'The gateway is shutting down; send requests to another replica.' };
     }
+    const other = this.otherProblem();
+    if (other !== null) return { ready: false, message: other };
     if (!this.pending) {
       this.pending = this.checkDatabase().finally(() => {
         this.pending = null;

@@ -12,6 +12,7 @@ import { readClassDir } from '../worker/class-source/dir.js';
 import { sweep, type SweepReport } from '../worker/sweep.js';
 import type { Config } from './config.js';
 import { ApiKeyProvider } from './identity/apikey.js';
+import { OidcProvider } from './identity/oidc.js';
 import { createMetrics, type PromMetrics } from './metrics.js';
 import { RejectedCredentialBudget } from './rate-limit.js';
 import { Readiness } from './readiness.js';
@@ -64,6 +65,17 @@ export async function createProviders(cfg: Config, log: Logger): Promise<Identit
         throw new StartupError('--identity includes apikey but no key file is set: pass --apikeys FILE (KSLATE_APIKEYS).');
       }
       providers.push(await ApiKeyProvider.open(cfg.apikeysFile, log));
+    } else if (kind === 'oidc') {
+      if (!cfg.oidcIssuer) throw new StartupError('--identity includes oidc but no issuer is set: pass --oidc-issuer URL (KSLATE_OIDC_ISSUER).');
+      if (!cfg.oidcAudience) {
+        throw new StartupError('--identity includes oidc but no audience is set: pass --oidc-audience NAME (KSLATE_OIDC_AUDIENCE), the audience your issuer puts in tokens for kslate.');
+      }
+      providers.push(
+        await OidcProvider.open(
+          { issuer: cfg.oidcIssuer, audience: cfg.oidcAudience, jwksUrl: cfg.oidcJwksUrl, usernameClaim: cfg.oidcUsernameClaim },
+          log,
+        ),
+      );
     } else {
       throw new StartupError(
         `Identity provider "${kind}" is not available in this build yet; use --identity apikey (KSLATE_IDENTITY=apikey) with --apikeys FILE.`,
@@ -116,11 +128,18 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     running.add(settled);
     return p;
   };
-  readiness = new Readiness(pool, maintenancePool, log, async () => {
-    key = null; // a re-applied schema has a new cursor key
-    classes.invalidate();
-    if (classSource) await sweepOnce();
-  });
+  readiness = new Readiness(
+    pool,
+    maintenancePool,
+    log,
+    async () => {
+      key = null; // a re-applied schema has a new cursor key
+      classes.invalidate();
+      if (classSource) await sweepOnce();
+    },
+    // A provider that cannot verify tokens yet (an OIDC issuer not reached) makes the gateway not ready.
+    () => providers.map((p) => p.notReady?.() ?? null).find((m) => m !== null) ?? null,
+  );
   return {
     cfg,
     pool,
