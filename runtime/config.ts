@@ -22,6 +22,8 @@ export interface Config {
   sweepIntervalMs: number | undefined;
   identity: string[];
   apikeysFile: string | undefined;
+  /** The audience a k8s-sa token must be issued for (TokenReview spec.audiences). */
+  k8sAudience: string;
   trustProxy: number;
   logLevel: string;
   dataDir: string;
@@ -61,6 +63,7 @@ export const FLAGS: Record<string, FlagSpec> = {
   'sweep-interval': { env: 'KSLATE_SWEEP_INTERVAL', help: 'run the sweep in-process this often (e.g. 60s)' },
   identity: { env: 'KSLATE_IDENTITY', help: 'identity providers in order, comma-separated', default: 'k8s-sa' },
   apikeys: { env: 'KSLATE_APIKEYS', help: 'API key file (apikeys.yaml) for the apikey provider' },
+  'k8s-audience': { env: 'KSLATE_K8S_AUDIENCE', help: 'audience a k8s-sa token must be issued for', default: 'kslate' },
   'trust-proxy': { env: 'KSLATE_TRUST_PROXY', help: 'number of proxy hops to trust for the client address', default: '0' },
   'log-level': { env: 'KSLATE_LOG_LEVEL', help: 'debug, info, warn or error', default: 'info' },
   'drain-timeout': {
@@ -141,6 +144,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       throw new ConfigError(`--identity (KSLATE_IDENTITY) names unknown provider "${p}"; use apikey, k8s-sa or oidc.`);
     }
   }
+  const k8sAudience = (raw('k8s-audience') ?? '').trim();
+  if (k8sAudience === '') throw new ConfigError('--k8s-audience (KSLATE_K8S_AUDIENCE) must not be empty; the default is kslate.');
   const cert = raw('tls-cert');
   const key = raw('tls-key');
   if (Boolean(cert) !== Boolean(key)) {
@@ -161,6 +166,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     sweepIntervalMs,
     identity,
     apikeysFile: raw('apikeys') || undefined,
+    k8sAudience,
     trustProxy: int('trust-proxy', 0, 32),
     logLevel,
     dataDir: raw('data-dir') ?? '.kslate',

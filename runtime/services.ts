@@ -12,6 +12,7 @@ import { readClassDir } from '../worker/class-source/dir.js';
 import { sweep, type SweepReport } from '../worker/sweep.js';
 import type { Config } from './config.js';
 import { ApiKeyProvider } from './identity/apikey.js';
+import { K8sSaProvider } from './identity/k8s-sa.js';
 import { createMetrics, type PromMetrics } from './metrics.js';
 import { RejectedCredentialBudget } from './rate-limit.js';
 import { Readiness } from './readiness.js';
@@ -64,6 +65,8 @@ export async function createProviders(cfg: Config, log: Logger): Promise<Identit
         throw new StartupError('--identity includes apikey but no key file is set: pass --apikeys FILE (KSLATE_APIKEYS).');
       }
       providers.push(await ApiKeyProvider.open(cfg.apikeysFile, log));
+    } else if (kind === 'k8s-sa') {
+      providers.push(K8sSaProvider.fromDefault(cfg.k8sAudience, log));
     } else {
       throw new StartupError(
         `Identity provider "${kind}" is not available in this build yet; use --identity apikey (KSLATE_IDENTITY=apikey) with --apikeys FILE.`,
