@@ -137,10 +137,19 @@ export class K8sSaProvider implements IdentityProvider {
     this.now = opts.now ?? Date.now;
   }
 
-  /** Finds the cluster as kubectl does: in-cluster service account, else KUBECONFIG / ~/.kube/config. */
+  /**
+   * Finds the cluster as kubectl does (`KubeConfig.loadFromDefault()`): KUBECONFIG, else
+   * ~/.kube/config, else the pod's own service account. Throws an Error naming the file when
+   * the configuration cannot be read.
+   */
   static fromDefault(audience: string, log: Logger): K8sSaProvider {
     const kc = new KubeConfig();
-    kc.loadFromDefault();
+    try {
+      kc.loadFromDefault();
+    } catch (e) {
+      const where = process.env.KUBECONFIG ? `KUBECONFIG=${process.env.KUBECONFIG}` : '~/.kube/config or the in-cluster service account';
+      throw new Error(`k8s-sa: cannot load the Kubernetes client configuration from ${where}: ${(e as Error).message}`);
+    }
     const server = kc.getCurrentCluster()?.server ?? '(none)';
     log.info(`k8s-sa: TokenReviews go to ${server}, audience "${audience}"`);
     return new K8sSaProvider({ audience, log, review: clientReview(kc), server });

@@ -47,6 +47,8 @@ export interface FakeKube {
   authHeaders: Set<string>;
   /** Answer each review after this many milliseconds. */
   delayMs: number;
+  /** Client connections currently open. */
+  openConnections(): number;
   reset(): void;
   /** Stops listening and drops open connections: the API server is down. */
   stop(): Promise<void>;
@@ -104,13 +106,15 @@ export async function startFakeKube(): Promise<FakeKube> {
     fake.reviews++;
     concurrent++;
     fake.maxConcurrent = Math.max(fake.maxConcurrent, concurrent);
+    // Answered or abandoned by the client: either way no longer in flight.
+    res.once('close', () => concurrent--);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
       fake.audiences.push(body?.spec?.audiences);
       setTimeout(() => {
-        concurrent--;
+        if (res.destroyed) return;
         const a = answer(body);
         res.writeHead(a.status, { 'content-type': 'application/json' }).end(JSON.stringify(a.json));
       }, fake.delayMs);
@@ -167,6 +171,7 @@ export async function startFakeKube(): Promise<FakeKube> {
     audiences: [],
     authHeaders: new Set(),
     delayMs: 0,
+    openConnections: () => sockets.size,
     reset() {
       fake.reviews = 0;
       fake.maxConcurrent = 0;

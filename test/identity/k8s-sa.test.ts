@@ -3,7 +3,11 @@
  * and the Kubernetes API faked at the network edge (./fake-kube.ts) and found through
  * KUBECONFIG, as kubectl finds a cluster.
  */
+import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { parseConfig } from '../../runtime/config.js';
+import { clientReview, K8sSaProvider } from '../../runtime/identity/k8s-sa.js';
+import { createProviders } from '../../runtime/services.js';
 import type { ClassInput } from '../setup/gateway.js';
 import { startTestGateway, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
@@ -166,6 +170,21 @@ describe('k8s-sa: the API server', () => {
     expect((await listClasses(token)).status).toBe(200);
   });
 
+  test('an API server that does not answer in time: UNAVAILABLE, and the request is aborted', async () => {
+    fake.delayMs = 3_000;
+    const kc = new KubeConfig();
+    kc.loadFromFile(fake.kubeconfig);
+    const p = new K8sSaProvider({ audience: 'kslate', log, review: clientReview(kc), timeoutMs: 200 });
+    const started = Date.now();
+    const e = await p.authenticate(fresh('pod')).catch((x) => x);
+    expect(e.code).toBe('UNAVAILABLE');
+    expect(e.message).toMatch(/no answer within 200 ms/);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(fake.reviews).toBe(1);
+    // The client gave up on its connection rather than leaving it to the slow answer.
+    await expect.poll(() => fake.openConnections(), { timeout: 2_000 }).toBe(0);
+  });
+
   test('a 5xx from the API server is 503 UNAVAILABLE', async () => {
     const r = await listClasses(fresh('500'));
     expect(r.status).toBe(503);
@@ -238,5 +257,25 @@ describe('k8s-sa: the same identity over MCP and gRPC', () => {
       ['k8s-sa:agents/multi', 'pod-bound'],
       ['k8s-sa:agents/multi', 'pod-bound'],
     ]);
+  });
+});
+
+describe('k8s-sa: start', () => {
+  test('a KUBECONFIG that cannot be read stops the start naming the file', async () => {
+    const missing = `${fake.kubeconfig}.missing`;
+    process.env.KUBECONFIG = missing;
+    try {
+      const e = await createProviders(parseConfig(['--identity', 'k8s-sa'], {}), log).catch((x) => x);
+      expect(e).toBeInstanceOf(Error);
+      expect(e.message).toContain(`k8s-sa: cannot load the Kubernetes client configuration from KUBECONFIG=${missing}`);
+    } finally {
+      process.env.KUBECONFIG = fake.kubeconfig;
+    }
+  });
+
+  test('the API server in use and the audience are logged at start', async () => {
+    const [p] = await createProviders(parseConfig(['--identity', 'k8s-sa', '--k8s-audience', 'other'], {}), log);
+    expect(p!.kind).toBe('k8s-sa');
+    expect(lines.map((l) => l.msg)).toContain(`k8s-sa: TokenReviews go to http://127.0.0.1:${fake.port}, audience "other"`);
   });
 });
