@@ -242,19 +242,24 @@ export class K8sSaProvider implements IdentityProvider {
 
   private outage(e: unknown, claims: Claims): SvcError {
     const server = this.opts.server ?? 'the Kubernetes API server';
+    // `why` goes to the caller too, so it names no address; the log has the client's own error.
     let why: string;
-    if (e instanceof ReviewTimeout) why = `no answer within ${this.timeoutMs} ms`;
+    let detail: string;
+    if (e instanceof ReviewTimeout) why = detail = `no answer within ${this.timeoutMs} ms`;
     else if (e instanceof ApiException) {
       const code = (e as ApiException<unknown>).code;
-      why =
+      why = detail =
         code === 401 || code === 403
           ? `HTTP ${code}: the gateway's service account may not create TokenReviews (bind it to system:auth-delegator)`
           : `HTTP ${code}`;
-    } else why = (e as Error)?.message ?? String(e);
+    } else {
+      why = 'unreachable';
+      detail = (e as Error)?.message ?? String(e);
+    }
     this.opts.log.warn('k8s-sa: TokenReview failed', {
       ...(claims.jti !== undefined ? { jti: claims.jti } : {}),
       server,
-      error: why,
+      error: detail,
     });
     return new SvcError(
       'UNAVAILABLE',

@@ -9,6 +9,7 @@
  * - `fake: 'user'`  authenticated, but not a service account (`alice@example.com`)
  * - `fake: 'no'`    authenticated: false
  * - `fake: '500'`   HTTP 500
+ * - `fake: '403'`   HTTP 403, as when the gateway may not create TokenReviews
  * An `exp` in the past is answered authenticated: false, as a real API server would.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -20,7 +21,7 @@ import { join } from 'node:path';
 export const GATEWAY_SA_TOKEN = 'gateway-sa-token-for-the-fake';
 
 export interface TokenClaims {
-  fake: 'pod' | 'sa' | 'aud' | 'user' | 'no' | '500';
+  fake: 'pod' | 'sa' | 'aud' | 'user' | 'no' | '500' | '403';
   ns?: string;
   sa?: string;
   exp?: number;
@@ -70,6 +71,9 @@ function answer(body: any): { status: number; json: unknown } {
     status: 201,
     json: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', metadata: {}, spec: body.spec, status },
   });
+  if (claims.fake === '403') {
+    return { status: 403, json: { kind: 'Status', status: 'Failure', code: 403, reason: 'Forbidden', message: 'tokenreviews.authentication.k8s.io is forbidden' } };
+  }
   if (claims.fake === '500') return { status: 500, json: { kind: 'Status', status: 'Failure', code: 500, message: 'etcd fell over' } };
   if (claims.fake === 'no' || (typeof claims.exp === 'number' && claims.exp * 1000 <= Date.now())) {
     return review({ authenticated: false, error: 'token is invalid or expired' });

@@ -53,7 +53,7 @@ const log = {
 const savedKubeconfig = process.env.KUBECONFIG;
 
 /** A token no earlier test used, so nothing about it is cached. */
-const fresh = (fake: 'pod' | 'sa' | 'aud' | 'user' | 'no' | '500', extra: Record<string, unknown> = {}) =>
+const fresh = (fake: 'pod' | 'sa' | 'aud' | 'user' | 'no' | '500' | '403', extra: Record<string, unknown> = {}) =>
   jwt({ fake, ns: 'agents', sa: `worker-${++seq}`, jti: `jti-${seq}`, exp: Math.floor(Date.now() / 1000) + 3600, ...extra });
 const rid = () => `r${++seq}`;
 
@@ -160,6 +160,8 @@ describe('k8s-sa: the API server', () => {
       expect(r.body.error).toBe('UNAVAILABLE');
       expect(JSON.stringify(r.body)).toMatch(/Kubernetes API server/);
       expect(JSON.stringify(r.body)).not.toContain(token);
+      expect(r.body.message).toMatch(/\(unreachable\)/);
+      expect(JSON.stringify(r.body)).not.toContain(String(fake.port));
     } finally {
       await fake.start();
     }
@@ -189,6 +191,14 @@ describe('k8s-sa: the API server', () => {
     const r = await listClasses(fresh('500'));
     expect(r.status).toBe(503);
     expect(r.body.error).toBe('UNAVAILABLE');
+    expect(r.body.message).toMatch(/\(HTTP 500\)/);
+  });
+
+  test('a gateway without RBAC for TokenReviews (403) answers 503 naming system:auth-delegator', async () => {
+    const r = await listClasses(fresh('403'));
+    expect(r.status).toBe(503);
+    expect(r.body.error).toBe('UNAVAILABLE');
+    expect(r.body.message).toMatch(/system:auth-delegator/);
   });
 
   test('cache: N requests with one token send one review', async () => {
