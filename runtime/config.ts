@@ -26,6 +26,8 @@ export interface Config {
   oidcAudience: string | undefined;
   oidcJwksUrl: string | undefined;
   oidcUsernameClaim: string;
+  /** The audience a k8s-sa token must be issued for (TokenReview spec.audiences). */
+  k8sAudience: string;
   trustProxy: number;
   logLevel: string;
   dataDir: string;
@@ -69,6 +71,7 @@ export const FLAGS: Record<string, FlagSpec> = {
   'oidc-audience': { env: 'KSLATE_OIDC_AUDIENCE', help: 'oidc provider: the audience tokens must carry (required with oidc)' },
   'oidc-jwks-url': { env: 'KSLATE_OIDC_JWKS_URL', help: 'oidc provider: the JWKS URL, instead of discovery' },
   'oidc-username-claim': { env: 'KSLATE_OIDC_USERNAME_CLAIM', help: 'oidc provider: the claim naming the caller', default: 'sub' },
+  'k8s-audience': { env: 'KSLATE_K8S_AUDIENCE', help: 'audience a k8s-sa token must be issued for', default: 'kslate' },
   'trust-proxy': { env: 'KSLATE_TRUST_PROXY', help: 'number of proxy hops to trust for the client address', default: '0' },
   'log-level': { env: 'KSLATE_LOG_LEVEL', help: 'debug, info, warn or error', default: 'info' },
   'drain-timeout': {
@@ -149,6 +152,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       throw new ConfigError(`--identity (KSLATE_IDENTITY) names unknown provider "${p}"; use apikey, k8s-sa or oidc.`);
     }
   }
+  const k8sAudience = (raw('k8s-audience') ?? '').trim();
+  if (k8sAudience === '') throw new ConfigError('--k8s-audience (KSLATE_K8S_AUDIENCE) must not be empty; the default is kslate.');
   const cert = raw('tls-cert');
   const key = raw('tls-key');
   if (Boolean(cert) !== Boolean(key)) {
@@ -173,6 +178,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     oidcAudience: raw('oidc-audience') || undefined,
     oidcJwksUrl: raw('oidc-jwks-url') || undefined,
     oidcUsernameClaim: raw('oidc-username-claim') || 'sub',
+    k8sAudience,
     trustProxy: int('trust-proxy', 0, 32),
     logLevel,
     dataDir: raw('data-dir') ?? '.kslate',

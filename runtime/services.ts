@@ -13,6 +13,7 @@ import { sweep, type SweepReport } from '../worker/sweep.js';
 import type { Config } from './config.js';
 import { ApiKeyProvider } from './identity/apikey.js';
 import { OidcProvider } from './identity/oidc.js';
+import { K8sSaProvider } from './identity/k8s-sa.js';
 import { createMetrics, type PromMetrics } from './metrics.js';
 import { RejectedCredentialBudget } from './rate-limit.js';
 import { Readiness } from './readiness.js';
@@ -76,9 +77,11 @@ export async function createProviders(cfg: Config, log: Logger): Promise<Identit
           log,
         ),
       );
+    } else if (kind === 'k8s-sa') {
+      providers.push(K8sSaProvider.fromDefault(cfg.k8sAudience, log));
     } else {
       throw new StartupError(
-        `Identity provider "${kind}" is not available in this build yet; use --identity apikey (KSLATE_IDENTITY=apikey) with --apikeys FILE.`,
+        `Unknown identity provider "${kind}" in --identity (KSLATE_IDENTITY); use k8s-sa, oidc or apikey.`,
       );
     }
   }

@@ -260,6 +260,19 @@ describe('--dev-pg-port (KSLATE_DEV_PG_PORT)', () => {
   });
 });
 
+describe('--k8s-audience (KSLATE_K8S_AUDIENCE)', () => {
+  it('defaults to kslate; the flag beats the variable', () => {
+    expect(parseConfig([], {}).k8sAudience).toBe('kslate');
+    expect(parseConfig([], { KSLATE_K8S_AUDIENCE: 'env-aud' }).k8sAudience).toBe('env-aud');
+    expect(parseConfig(['--k8s-audience', 'flag-aud'], { KSLATE_K8S_AUDIENCE: 'env-aud' }).k8sAudience).toBe('flag-aud');
+  });
+
+  it('refuses an empty audience, naming the flag and variable', () => {
+    const e = configError(() => parseConfig(['--k8s-audience', ' '], {}));
+    expect(e.message).toContain('--k8s-audience (KSLATE_K8S_AUDIENCE)');
+  });
+});
+
 describe('README configuration table', () => {
   it('lists every flag with its variable and default, as FLAGS (and `kslate help`) do', async () => {
     const { readFileSync } = await import('node:fs');
