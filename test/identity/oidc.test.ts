@@ -3,9 +3,8 @@
  * issuer is faked at the network edge only: a loopback HTTP server with a discovery document
  * and a key set made with jose's generateKeyPair; the gateway is real, on a real PostgreSQL.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
+import { SignJWT } from 'jose';
+import { AUD, fakeIssuer, key, token, type Key } from './fake-issuer.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../runtime/config.js';
 import { OidcProvider } from '../../runtime/identity/oidc.js';
@@ -15,51 +14,6 @@ import { quietLog, startTestGateway, type TestGateway } from '../setup/gateway.j
 import { freePort } from '../setup/ports.js';
 import { grpcAdapter, mcpAdapter } from '../transports/clients.js';
 
-const AUD = 'kslate';
-
-/** A fake issuer: discovery, a JWKS whose keys can change, and a count of JWKS fetches. */
-async function fakeIssuer(port = 0) {
-  const jwks: JWK[] = [];
-  let fetches = 0;
-  let up = true;
-  const server: Server = createServer((req, res) => {
-    if (!up) {
-      res.writeHead(503).end();
-      return;
-    }
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    if (req.url === '/.well-known/openid-configuration') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: base, jwks_uri: `${base}/jwks` }));
-    } else if (req.url === '/jwks') {
-      fetches++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: jwks }));
-    } else res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url,
-    jwks,
-    fetches: () => fetches,
-    setUp: (v: boolean) => void (up = v),
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
-
-async function key(kid: string, alg = 'RS256') {
-  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
-  const jwk = { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' };
-  return { privateKey, jwk, kid, alg };
-}
-
-type Key = Awaited<ReturnType<typeof key>>;
-
-function token(k: Key, claims: { iss: string; aud?: string; sub?: string; exp?: number | string }) {
-  const jwt = new SignJWT({}).setProtectedHeader({ alg: k.alg, kid: k.kid }).setIssuer(claims.iss).setAudience(claims.aud ?? AUD);
-  if (claims.sub !== undefined) jwt.setSubject(claims.sub);
-  jwt.setExpirationTime(claims.exp ?? '5m');
-  return jwt.sign(k.privateKey);
-}
 
 const agents: ClassInput = {
   name: 'jobs',
