@@ -20,7 +20,8 @@ export function writeConfig(identities) {
   const classesDir = join(dir, 'classes');
   mkdirSync(classesDir);
   const subjects = Array.from({ length: identities }, (_, i) => `apikey:bench-${i}`);
-  const roles = { agent: { subjects, read: ['*'], write: ['*'] } };
+  // Service accounts of namespace `bench` too, for bench/identity.mjs (k8s-sa against API keys).
+  const roles = { agent: { subjects: [...subjects, 'k8s-sa:bench/*'], read: ['*'], write: ['*'] } };
   const manifests = [
     {
       name: CLASS,
@@ -78,14 +79,14 @@ export async function startGateway(opts) {
     'serve',
     '--database-url', opts.databaseUrl,
     '--classes', opts.classesDir,
-    '--identity', 'apikey',
+    ...(opts.identityArgs ?? ['--identity', 'apikey']),
     '--apikeys', opts.keysFile,
     '--listen', `127.0.0.1:${port}`,
     '--metrics-port', String(metricsPort),
     ...(grpcPort ? ['--grpc-port', String(grpcPort)] : []),
     '--log-level', 'info',
   ];
-  const child = spawn(process.execPath, args, { cwd: opts.root, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, { cwd: opts.root, env: { ...cleanEnv(), ...(opts.env ?? {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
   const tail = [];
   // With --trace-gc: every V8 collection of the gateway, as { at (performance.now()), kind, ms }.
   const gcEvents = [];
