@@ -6,9 +6,7 @@
 import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import type {
-  CheckpointRow,
   QueryFilter,
-  QueryRow,
   ReadRecordOptions,
   ClassRow,
   ClassUpsert,
@@ -131,7 +129,6 @@ function fieldColumns(value: ReturnType<typeof sql> = sql`f.value`) {
    f.based_on, f.invocation, f.updated_at, f.owner, f.lease_expires_at, f.lease_lapsed,
    (f.owner is not null and f.lease_expires_at > now()) as lease_held`;
 }
-const FIELD_COLUMNS = fieldColumns();
 
 /** What a rendered row costs beyond its texts (keys, author, timestamps): a byte budget also bounds row counts. */
 export const ROW_OVERHEAD_BYTES = 256;
