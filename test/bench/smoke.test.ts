@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshDatabase, type TestDb } from '../setup/db.js';
-import { distIsFresh, ROOT } from '../setup/build.js';
-import { cleanEnv, run, TSC } from '../setup/cli.js';
+import { ROOT } from '../setup/build.js';
+import { cleanEnv, ensureBuilt, run } from '../setup/cli.js';
 
 const SCENARIOS = ['floor', 'put', 'get', 'hot', 'claim', 'query', 'history', 'mcp', 'grpc'];
 
@@ -19,10 +19,7 @@ let out: string | undefined;
 
 beforeAll(async () => {
   // The harness runs the compiled gateway (bin/kslate.js -> dist/): build it unless fresh.
-  if (!distIsFresh()) {
-    const build = await run(TSC, ['-p', join(ROOT, 'tsconfig.build.json')], cleanEnv(), 120_000);
-    expect(build.code, `build failed:\n${build.stdout}\n${build.stderr}`).toBe(0);
-  }
+  await ensureBuilt();
   db = await freshDatabase();
   out = mkdtempSync(join(tmpdir(), 'kslate-bench-smoke-'));
 }, 150_000);

@@ -8,8 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { distIsFresh, ROOT } from '../setup/build.js';
-import { children, cleanEnv, run, start, stop, TSC } from '../setup/cli.js';
+import { children, cleanEnv, ensureBuilt, start, stop } from '../setup/cli.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 import { manifestsYaml } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
@@ -20,10 +19,7 @@ let db: TestDb;
 let work: string;
 
 beforeAll(async () => {
-  if (!distIsFresh()) {
-    const build = await run(TSC, ['-p', join(ROOT, 'tsconfig.build.json')], cleanEnv(), 120_000);
-    expect(build.code).toBe(0);
-  }
+  await ensureBuilt();
   kube = await startFakeKube();
   db = await freshDatabase();
   work = mkdtempSync(join(tmpdir(), 'kslate-k8s-serve-'));

@@ -9,7 +9,8 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { incident } from '../fixtures/classes.js';
-import { distIsFresh, ROOT } from '../setup/build.js';
+import { ROOT } from '../setup/build.js';
+import { ensureBuilt } from '../setup/cli.js';
 import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
 
@@ -22,15 +23,7 @@ let served: { child: ChildProcess; url: string } | undefined;
 beforeAll(async () => {
   t = await startTestGateway([incident]);
   // The CLI runs the compiled code: build it unless dist/ is newer than every source.
-  if (!distIsFresh()) {
-    const code = await new Promise<number | null>((res) =>
-      spawn(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'ignore' }).on(
-        'exit',
-        res,
-      ),
-    );
-    expect(code, 'build of dist/ failed').toBe(0);
-  }
+  await ensureBuilt();
   const port = await freePort();
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('KSLATE_')));
   const child = spawn(

@@ -13,8 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 import { manifestsYaml, type ClassInput } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
-import { distIsFresh, ROOT } from '../setup/build.js';
-import { children, cleanEnv, getJson, kslate, logLines, run, start, stop, TSC } from '../setup/cli.js';
+import { ROOT } from '../setup/build.js';
+import { children, cleanEnv, ensureBuilt, getJson, kslate, logLines, start, stop } from '../setup/cli.js';
 
 const KEY = 'alice-cli-key';
 
@@ -48,10 +48,7 @@ async function db(): Promise<TestDb> {
 
 beforeAll(async () => {
   // The CLI runs the compiled code: build it once (unless dist/ is already newer than every source).
-  if (!distIsFresh()) {
-    const build = await run(TSC, ['-p', join(ROOT, 'tsconfig.build.json')], cleanEnv(), 120_000);
-    expect(build.code, `build failed:\n${build.stdout}\n${build.stderr}`).toBe(0);
-  }
+  await ensureBuilt();
 
   work = mkdtempSync(join(tmpdir(), 'kslate-cli-'));
   classesDir = join(work, 'classes');

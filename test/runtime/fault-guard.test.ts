@@ -4,19 +4,14 @@
  * `kslate serve` is given a module (through NODE_OPTIONS) that throws from a timer and leaves
  * a promise rejected, the way a fault in a driver's socket handler would.
  */
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { distIsFresh, ROOT } from '../setup/build.js';
-import { children, cleanEnv, run, start, stop, TSC } from '../setup/cli.js';
+import { children, cleanEnv, ensureBuilt, start, stop } from '../setup/cli.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 import { freePort } from '../setup/ports.js';
 
 let db: TestDb;
 beforeAll(async () => {
-  if (!distIsFresh()) {
-    const build = await run(TSC, ['-p', join(ROOT, 'tsconfig.build.json')], cleanEnv(), 120_000);
-    expect(build.code).toBe(0);
-  }
+  await ensureBuilt();
   db = await freshDatabase();
 }, 150_000);
 afterAll(async () => {

@@ -13,8 +13,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { distIsFresh, ROOT } from '../setup/build.js';
-import { children, cleanEnv, getJson, logLines, run, start, stop, TSC, type Served } from '../setup/cli.js';
+import { children, cleanEnv, ensureBuilt, getJson, logLines, start, stop, type Served } from '../setup/cli.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 import { manifestsYaml } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
@@ -29,10 +28,7 @@ let keysFile: string;
 const dbs: TestDb[] = [];
 
 beforeAll(async () => {
-  if (!distIsFresh()) {
-    const build = await run(TSC, ['-p', join(ROOT, 'tsconfig.build.json')], cleanEnv(), 120_000);
-    expect(build.code, `build failed:\n${build.stdout}\n${build.stderr}`).toBe(0);
-  }
+  await ensureBuilt();
   work = mkdtempSync(join(tmpdir(), 'kslate-drain-'));
   classesDir = join(work, 'classes');
   mkdirSync(classesDir);

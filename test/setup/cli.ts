@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { join } from 'node:path';
-import { ROOT } from './build.js';
+import { distIsFresh, ROOT } from './build.js';
 
 export const BIN = join(ROOT, 'bin', 'kslate.js');
 export const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -144,4 +144,11 @@ export function logLines(stdout: string): { level: string; msg: string; [k: stri
       }
     })
     .filter((x) => x !== null);
+}
+
+/** Build dist/ (what bin/kslate.js runs) unless it is already newer than every source; throws with tsc's output when the build fails. */
+export async function ensureBuilt(): Promise<void> {
+  if (distIsFresh()) return;
+  const build = await run(TSC, ['-p', join(ROOT, 'tsconfig.build.json')], cleanEnv(), 120_000);
+  if (build.code !== 0) throw new Error(`build failed:\n${build.stdout}\n${build.stderr}`);
 }
