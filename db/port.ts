@@ -244,3 +244,47 @@ export interface Db {
   /** The fields of one record (author, scope) read within the window, at the version last read. */
   readSet(author: string, scope: string, cls: string, rid: string, windowSeconds: number): Promise<{ field: string; version: number }[]>;
 }
+
+/** The worker's gauges, computed in the sweep (decisions §5; interface "Worker metrics"). */
+export interface WorkerGauges {
+  /** Live records per class. */
+  records: Map<string, number>;
+  /** History rows per class (rows of expired records awaiting the purge excluded). */
+  historyRows: Map<string, number>;
+  /** Task fields with a lapsed lease nobody reclaimed. */
+  leasesLapsed: number;
+  /** `class/role` → live records of the class on which no identity of the role wrote. */
+  roleWroteNothing: Map<string, number>;
+}
+
+/** A role as the gauge needs it: who belongs (subjects, `ns/*` wildcards included). */
+export interface RoleSubjects {
+  class: string;
+  role: string;
+  subjects: string[];
+}
+
+/** What the sweep needs from storage, beyond the class table. Every time comes from the database clock. */
+export interface SweepDb {
+  listClasses(): Promise<ClassRow[]>;
+  applyClasses(live: ClassUpsert[], refused: { name: string; reason: string }[], markGone: boolean): Promise<void>;
+  pruneReadSets(windowSeconds: number): Promise<number>;
+  /**
+   * Take (or renew) the named lease for `ttlSeconds` when it is free, expired or already
+   * `holder`'s; false when someone else holds it.
+   */
+  acquireLease(name: string, holder: string, ttlSeconds: number): Promise<boolean>;
+  /** Give the lease up (only if `holder` still holds it). */
+  releaseLease(name: string, holder: string): Promise<void>;
+  /**
+   * Delete up to `limit` records of `cls` whose last applied write is older than
+   * `ttlSeconds`, skipping any a writer holds locked, in one transaction: the record row,
+   * its fields and checkpoints go, its history and entries are queued for the purge.
+   */
+  expireRecords(cls: string, ttlSeconds: number, limit: number): Promise<number>;
+  /** Purge at most `limit` history rows and `limit` entries of expired records; `more` when some remain. */
+  purgeExpired(limit: number): Promise<{ historyRows: number; entries: number; finished: number; more: boolean }>;
+  /** Flag up to `limit` task fields whose lease expired unreclaimed as lapsed; returns how many. */
+  flagLapsedLeases(limit: number): Promise<number>;
+  gauges(classes: string[], roles: RoleSubjects[]): Promise<WorkerGauges>;
+}

@@ -1,7 +1,7 @@
 /**
  * `kslate classes check DIR`: validates a classes directory the way the worker reads it.
  */
-import { readClassDir } from '../worker/class-source/dir.js';
+import { readClassDir } from './classes/dir.js';
 
 /**
  * Prints one line per problem found in `dir`, or `ok: N classes (names)` when there is

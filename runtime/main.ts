@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { migrate } from '../db/migrate.js';
 import { PgDb } from '../db/kysely/index.js';
-import { readClassDir } from '../worker/class-source/dir.js';
+import { readClassDir } from './classes/dir.js';
 import { sweep } from '../worker/sweep.js';
 import { classesCheck } from './classes-check.js';
 import { ConfigError, FLAGS, parseConfig } from './config.js';
@@ -13,7 +13,7 @@ import { guardFaults } from './fault-guard.js';
 import { createLogger } from './logger.js';
 import { startGateway } from './serve.js';
 import { stopOnSignals } from './shutdown.js';
-import { StartupError } from './services.js';
+import { StartupError, sweepHolder } from './services.js';
 
 const flagLine = (k: string) => {
   const f = FLAGS[k];
@@ -110,7 +110,7 @@ async function main(argv: string[]): Promise<number> {
           db,
           log,
           classSource: classesDir ? () => readClassDir(classesDir) : undefined,
-          withLock: (k, fn) => db.withLock(k, fn),
+          holder: sweepHolder(),
         });
         if (!report.ran) process.stdout.write('another sweep is running; nothing done\n');
         else if (report.classes) process.stdout.write(`classes reconciled: ${report.classes.applied.join(', ') || '(none)'}\n`);

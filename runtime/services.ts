@@ -3,12 +3,13 @@
  * class cache, the identity providers and the rejected-credential budget.
  */
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type pg from 'pg';
 import { createPool, PgDb } from '../db/kysely/index.js';
 import { cachedRegistry, type ClassRegistry } from '../handlers/class-registry.js';
 import type { Ctx, Logger } from '../handlers/context.js';
 import type { Identity, IdentityProvider } from '../handlers/types.js';
-import { readClassDir } from '../worker/class-source/dir.js';
+import { readClassDir } from './classes/dir.js';
 import { sweep, type SweepReport } from '../worker/sweep.js';
 import type { Config } from './config.js';
 import { ApiKeyProvider } from './identity/apikey.js';
@@ -125,7 +126,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
       log,
       classSource,
       onClassesChanged: () => classes.invalidate(),
-      withLock: (k, fn) => maintenanceDb.withLock(k, fn),
+      holder: sweepHolder(),
     });
     const settled = p.catch(() => undefined).finally(() => running.delete(settled));
     running.add(settled);
@@ -182,6 +183,11 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
       );
     },
   };
+}
+
+/** Names this process in the sweep lease row: host, pid and a random part. */
+export function sweepHolder(): string {
+  return `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
 }
 
 /** The per-request context handed to handlers. */

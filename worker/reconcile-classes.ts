@@ -2,7 +2,7 @@
  * The class reconciler (decisions §1): writes the manifests of a source (a directory now,
  * the cluster later) into the class table. Gateways read classes only from that table.
  */
-import type { ClassRow, Db } from '../db/port.js';
+import type { ClassRow, SweepDb } from '../db/port.js';
 import type { Logger } from '../handlers/context.js';
 import type { ClassManifest, ClassSpec } from '../handlers/types.js';
 
@@ -10,19 +10,25 @@ export interface ClassSource {
   manifests: ClassManifest[];
   /** Invalid manifests: while there are any, no class is marked gone (it may be one of them). */
   problems: string[];
+  /** Cluster sources: the uid of each SharedContext by `namespace/name`, for ownerReferences. */
+  uids?: ReadonlyMap<string, string>;
+  /** Cluster sources: tell each object how it was reconciled (status conditions). */
+  report?(report: ReconcileReport): Promise<void>;
 }
 
 export interface ReconcileReport {
   applied: string[];
+  /** The manifests applied, as the class table now holds them. */
+  live: { name: string; namespace: string; spec: ClassSpec }[];
   refused: { name: string; namespace: string; reason: string }[];
   problems: string[];
   markedGone: boolean;
 }
 
 /** The refusals last logged per store, so a refusal is logged when it appears, not every sweep. */
-const loggedRefusals = new WeakMap<Db, Set<string>>();
+const loggedRefusals = new WeakMap<object, Set<string>>();
 
-export async function reconcileClasses(db: Db, source: ClassSource, log: Logger): Promise<ReconcileReport> {
+export async function reconcileClasses(db: Pick<SweepDb, 'listClasses' | 'applyClasses'>, source: ClassSource, log: Logger): Promise<ReconcileReport> {
   const existing = new Map<string, ClassRow>((await db.listClasses()).map((r) => [r.name, r]));
   const refused: ReconcileReport['refused'] = [];
   const live: { name: string; namespace: string; spec: ClassSpec }[] = [];
@@ -96,7 +102,7 @@ export async function reconcileClasses(db: Db, source: ClassSource, log: Logger)
   loggedRefusals.set(db, now);
   for (const p of source.problems) log.error(`class manifest refused: ${p}`);
   if (!markGone) log.warn('some class manifests are invalid, so no class was marked gone this time; fix them (kslate classes check DIR)');
-  return { applied: live.map((l) => l.name), refused, problems: source.problems, markedGone: markGone };
+  return { applied: live.map((l) => l.name), live, refused, problems: source.problems, markedGone: markGone };
 }
 
 function changedKinds(before: ClassSpec, after: ClassSpec): string[] {

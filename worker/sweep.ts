@@ -1,41 +1,227 @@
 /**
- * One sweep (decisions §5), a handler triggered by the loop, `kslate sweep`, `serve
- * --sweep-interval` or a Workers cron. An advisory lock makes a concurrent sweep a no-op.
- * Steps so far: reconcile classes; prune read sets and scope owners past the inference window.
+ * One sweep (decisions §5): a cron-triggered handler, the same function behind every
+ * trigger — the `kslate worker` loop, `kslate sweep` (cron), `serve --sweep-interval`, `kslate
+ * dev` and a Workers `scheduled()`. Runtime-neutral: it imports only the storage port and
+ * handler types, and everything that talks to a cluster comes in through `deps`.
+ *
+ * Steps, in order: reconcile classes; mirror roles; expire records (then purge their
+ * history and entries); flag lapsed leases; prune read sets; refresh the gauges. A lease
+ * row (migration 0004) makes a concurrent sweep a no-op (`ran: false`). Each step's failure
+ * is logged and reported, and the later steps still run.
  */
-import type { Db } from '../db/port.js';
+import type { ClassRow, SweepDb, WorkerGauges } from '../db/port.js';
+import { parseDuration } from '../handlers/class-schema.js';
 import type { Logger } from '../handlers/context.js';
 import { INFERENCE_WINDOW_SECONDS } from '../handlers/inference.js';
+import type { ClassSpec } from '../handlers/types.js';
 import { reconcileClasses, type ClassSource, type ReconcileReport } from './reconcile-classes.js';
 
-export const SWEEP_LOCK = 7_283_641_002;
+/** The lease row's name: one sweep at a time per database. */
+export const SWEEP_LEASE = 'sweep';
+/** Records expired per statement. */
+export const EXPIRE_BATCH = 1000;
+/** History rows (and entries) purged per statement, and lapsed leases flagged per statement. */
+export const PURGE_BATCH = 10_000;
+/** Default time budget of the budgeted steps (expiry, purge, lapsed leases). */
+export const DEFAULT_BUDGET_MS = 30_000;
+
+/** A class as the role mirror needs it: the SharedContext's uid owns what is created for it. */
+export interface LiveClass {
+  name: string;
+  namespace: string;
+  spec: ClassSpec;
+  uid?: string;
+}
+
+export interface MirrorReport {
+  applied: number;
+  deleted: number;
+  errors: string[];
+}
+
+/** Mirrors class roles into cluster RBAC (decisions §5); present only when classes come from a cluster. */
+export interface RoleMirror {
+  mirror(live: LiveClass[]): Promise<MirrorReport>;
+}
 
 export interface SweepDeps {
-  db: Db;
+  db: SweepDb;
   log: Logger;
+  /** Who sweeps (host, pid, a random part): the lease names it. */
+  holder: string;
   /** Where class manifests come from; absent = leave classes alone. */
   classSource?: () => Promise<ClassSource>;
   /** Called after classes changed, so this process's registry sees them at once. */
   onClassesChanged?: () => void;
-  withLock<T>(key: number, fn: () => Promise<T>): Promise<T | null>;
+  roles?: RoleMirror;
+  /** Receives the gauges and the classes they were computed for (the worker's metrics). */
+  onGauges?: (gauges: WorkerGauges, classes: ClassRow[]) => void;
+  /** Aborted on SIGTERM: the current statement finishes, no new one starts, the lease is released. */
+  signal?: AbortSignal;
+}
+
+export interface SweepOptions {
+  /** Clock for the time budget (ms); the database clock decides expiry. */
+  now?: () => number;
+  /** The budgeted steps stop starting new batches after this long; the next sweep continues. */
+  budgetMs?: number;
 }
 
 export interface SweepReport {
   ran: boolean;
+  /** Every step that ran succeeded (and no manifest was refused). */
+  ok: boolean;
+  durationMs: number;
   classes?: ReconcileReport;
+  roles?: MirrorReport;
+  expired?: { records: number; historyRows: number; entries: number; more: boolean };
+  leases?: { flagged: number; more: boolean };
   /** Read-set entries and scope owners deleted because they outlived the inference window. */
   prunedReads?: number;
+  gauges?: WorkerGauges;
+  errors: { step: string; message: string }[];
+  /** Stopped early by the signal. */
+  aborted?: boolean;
 }
 
-export async function sweep(deps: SweepDeps): Promise<SweepReport> {
-  const res = await deps.withLock(SWEEP_LOCK, async () => {
-    const report: SweepReport = { ran: true };
-    if (deps.classSource) {
-      report.classes = await reconcileClasses(deps.db, await deps.classSource(), deps.log);
-      deps.onClassesChanged?.();
+export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<SweepReport> {
+  const now = opts.now ?? Date.now;
+  const budgetMs = opts.budgetMs ?? DEFAULT_BUDGET_MS;
+  const start = now();
+  const deadline = start + budgetMs;
+  const { db, log } = deps;
+  // Long enough for the budgeted steps and the unbudgeted ones around them; renewed before
+  // each step, and a sweeper that dies leaves a lease that simply runs out.
+  const leaseSeconds = Math.ceil(budgetMs / 1000) * 2 + 60;
+  if (!(await db.acquireLease(SWEEP_LEASE, deps.holder, leaseSeconds))) {
+    log.debug('another sweep holds the sweep lease; nothing done', { holder: deps.holder });
+    return { ran: false, ok: true, durationMs: now() - start, errors: [] };
+  }
+  const report: SweepReport = { ran: true, ok: true, durationMs: 0, errors: [] };
+  let leaseLost = false;
+  const stopped = () => leaseLost || deps.signal?.aborted === true;
+  const inBudget = () => !stopped() && now() < deadline;
+  const step = async (name: string, fn: () => Promise<void>) => {
+    if (stopped()) return;
+    try {
+      if (!(await db.acquireLease(SWEEP_LEASE, deps.holder, leaseSeconds))) {
+        leaseLost = true;
+        throw new Error('the sweep lease was lost (it ran out and another sweeper took it); this sweep stops here');
+      }
+      await fn();
+    } catch (e) {
+      const message = (e as Error)?.message ?? String(e);
+      report.errors.push({ step: name, message });
+      log.error(`sweep step "${name}" failed: ${message}; the next sweep retries it`, { step: name });
     }
-    report.prunedReads = await deps.db.pruneReadSets(INFERENCE_WINDOW_SECONDS);
-    return report;
+  };
+  try {
+    await step('classes', async () => {
+      if (!deps.classSource) return;
+      const source = await deps.classSource();
+      const rec = await reconcileClasses(db, source, log);
+      report.classes = rec;
+      deps.onClassesChanged?.();
+      if (source.report) await source.report(rec);
+      if (deps.roles) {
+        const live = rec.live.map((l) => ({ ...l, uid: source.uids?.get(`${l.namespace}/${l.name}`) }));
+        await step('roles', async () => {
+          report.roles = await deps.roles!.mirror(live);
+          for (const e of report.roles.errors) log.warn(`role mirroring: ${e}`);
+        });
+      }
+    });
+    let classes: ClassRow[] = [];
+    await step('expire', async () => {
+      classes = await db.listClasses();
+      const expired = { records: 0, historyRows: 0, entries: 0, more: false };
+      report.expired = expired;
+      for (const c of classes) {
+        const ttl = (c.spec as ClassSpec).ttl;
+        const ms = ttl ? parseDuration(ttl) : null;
+        if (!ms) continue;
+        for (let first = true; first || inBudget(); first = false) {
+          if (stopped()) break;
+          const n = await db.expireRecords(c.name, ms / 1000, EXPIRE_BATCH);
+          expired.records += n;
+          if (n < EXPIRE_BATCH) break;
+          if (!inBudget()) expired.more = true;
+        }
+      }
+      for (let first = true; first || inBudget(); first = false) {
+        if (stopped()) break;
+        const p = await db.purgeExpired(PURGE_BATCH);
+        expired.historyRows += p.historyRows;
+        expired.entries += p.entries;
+        expired.more = p.more;
+        if (!p.more) break;
+      }
+    });
+    await step('leases', async () => {
+      const leases = { flagged: 0, more: false };
+      report.leases = leases;
+      for (let first = true; first || inBudget(); first = false) {
+        if (stopped()) break;
+        const n = await db.flagLapsedLeases(PURGE_BATCH);
+        leases.flagged += n;
+        leases.more = n === PURGE_BATCH;
+        if (!leases.more) break;
+      }
+    });
+    await step('read sets', async () => {
+      report.prunedReads = await db.pruneReadSets(INFERENCE_WINDOW_SECONDS);
+    });
+    await step('gauges', async () => {
+      if (classes.length === 0) classes = await db.listClasses();
+      const roles = classes.flatMap((c) =>
+        Object.entries((c.spec as ClassSpec).roles ?? {}).map(([role, def]) => ({ class: c.name, role, subjects: def.subjects })),
+      );
+      report.gauges = await db.gauges(
+        classes.map((c) => c.name),
+        roles,
+      );
+      deps.onGauges?.(report.gauges, classes);
+    });
+  } finally {
+    if (!leaseLost) await db.releaseLease(SWEEP_LEASE, deps.holder).catch((e) =>
+      log.warn('could not release the sweep lease; it expires on its own', { error: (e as Error)?.message }),
+    );
+  }
+  report.aborted = deps.signal?.aborted === true || undefined;
+  report.durationMs = now() - start;
+  const refused = (report.classes?.refused.length ?? 0) + (report.classes?.problems.length ?? 0);
+  report.ok = report.errors.length === 0 && refused === 0;
+  log.info(summary(report), {
+    duration_ms: report.durationMs,
+    classes_applied: report.classes?.applied.length,
+    classes_refused: report.classes ? refused : undefined,
+    roles_applied: report.roles?.applied,
+    roles_deleted: report.roles?.deleted,
+    records_expired: report.expired?.records,
+    history_purged: report.expired?.historyRows,
+    entries_purged: report.expired?.entries,
+    leases_flagged: report.leases?.flagged,
+    leases_lapsed: report.gauges?.leasesLapsed,
+    read_sets_pruned: report.prunedReads,
+    errors: report.errors.length || undefined,
   });
-  return res ?? { ran: false };
+  return report;
+}
+
+/** The one line a sweep logs: what each step did. */
+function summary(r: SweepReport): string {
+  const parts: string[] = [];
+  if (r.classes) parts.push(`classes ${r.classes.applied.length} applied, ${r.classes.refused.length + r.classes.problems.length} refused`);
+  if (r.roles) parts.push(`roles ${r.roles.applied} applied, ${r.roles.deleted} deleted`);
+  if (r.expired) {
+    parts.push(
+      `expired ${r.expired.records} records (purged ${r.expired.historyRows} history rows, ${r.expired.entries} entries)` +
+        (r.expired.more ? ', more next sweep' : ''),
+    );
+  }
+  if (r.leases) parts.push(`leases ${r.leases.flagged} newly lapsed${r.leases.more ? ', more next sweep' : ''}`);
+  if (r.prunedReads !== undefined) parts.push(`read sets ${r.prunedReads} pruned`);
+  if (r.gauges) parts.push(`gauges refreshed (${r.gauges.leasesLapsed} lapsed leases)`);
+  const tail = r.errors.length ? `; ${r.errors.length} step(s) failed: ${r.errors.map((e) => e.step).join(', ')}` : '';
+  return `sweep ${r.aborted ? 'stopped early' : 'done'} in ${r.durationMs} ms: ${parts.join('; ') || 'nothing to do'}${tail}`;
 }

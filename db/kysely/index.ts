@@ -17,9 +17,13 @@ import type {
   HistoryInsert,
   HistoryRow,
   RecordRow,
+  RoleSubjects,
+  SweepDb,
   WriteTx,
 } from '../port.js';
 import { toUnavailable } from '../errors.js';
+import * as sweepSql from './sweep.js';
+import { notPurged } from './sweep.js';
 
 // int8 and numeric counters fit in a JS number for any realistic store (2^53).
 const types = {
@@ -144,7 +148,7 @@ const HISTORY_BYTES = rowBytes('h.');
 const FIELD_BYTES = rowBytes('f.');
 const ENTRY_BYTES = rowBytes('e.');
 
-export class PgDb implements Db {
+export class PgDb implements Db, SweepDb {
   readonly kysely: Kysely<any>;
 
   constructor(
@@ -246,7 +250,7 @@ export class PgDb implements Db {
           select page.*, sum(page.sz) over w as running, row_number() over w as n
           from (
             select h.*, ${HISTORY_BYTES} as sz from history h
-            where h.class = ${cls} and h.rid = ${rid}
+            where h.class = ${cls} and h.rid = ${rid} and ${notPurged(cls, rid, sql`h.id`)}
               ${fields && fields.length === 1 ? sql`and h.field = ${fields[0]}` : sql``}
               ${fields && fields.length !== 1 ? sql`and h.field = any(${fields}::text[])` : sql``}
               ${beforeSeq !== null ? sql`and h.id < ${beforeSeq}` : sql``}
@@ -282,7 +286,7 @@ export class PgDb implements Db {
     return this.guard(async () => {
       const res = await sql<{ e: boolean }>`
         select exists (select 1 from records where class = ${cls} and rid = ${rid})
-            or exists (select 1 from history where class = ${cls} and rid = ${rid}) as e`.execute(this.kysely);
+            or exists (select 1 from history h where h.class = ${cls} and h.rid = ${rid} and ${notPurged(cls, rid, sql`h.id`)}) as e`.execute(this.kysely);
       return Boolean(res.rows[0]?.e);
     });
   }
@@ -338,23 +342,28 @@ export class PgDb implements Db {
     );
   }
 
-  /**
-   * Run `fn` while holding a session advisory lock on its own connection; null (without
-   * running) when another session holds it. Keeps a second concurrent sweep a no-op.
-   */
-  async withLock<T>(key: number, fn: () => Promise<T>): Promise<T | null> {
-    const client = await this.guard(() => this.pool.connect());
-    try {
-      const got = await client.query<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [key]);
-      if (!got.rows[0]?.ok) return null;
-      try {
-        return await fn();
-      } finally {
-        await client.query('select pg_advisory_unlock($1)', [key]).catch(() => undefined);
-      }
-    } finally {
-      client.release();
-    }
+  acquireLease(name: string, holder: string, ttlSeconds: number) {
+    return this.guard(() => sweepSql.acquireLease(this.kysely, name, holder, ttlSeconds));
+  }
+
+  releaseLease(name: string, holder: string) {
+    return this.guard(() => sweepSql.releaseLease(this.kysely, name, holder));
+  }
+
+  expireRecords(cls: string, ttlSeconds: number, limit: number) {
+    return this.guard(() => sweepSql.expireRecords(this.kysely, cls, ttlSeconds, limit));
+  }
+
+  purgeExpired(limit: number) {
+    return this.guard(() => sweepSql.purgeExpired(this.kysely, limit));
+  }
+
+  flagLapsedLeases(limit: number) {
+    return this.guard(() => sweepSql.flagLapsedLeases(this.kysely, limit));
+  }
+
+  gauges(classes: string[], roles: RoleSubjects[]) {
+    return this.guard(() => sweepSql.gauges(this.kysely, classes, roles));
   }
 
   loadCheckpoint(cls: string, rid: string, role: string) {

@@ -22,3 +22,24 @@ test('handlers/ imports no runtime, transport or driver module', () => {
   }
   expect(offenders).toEqual([]);
 });
+
+test('worker/ (the sweep, also run from a Workers cron) imports no runtime, driver or node:* module', () => {
+  const root = join(import.meta.dirname, '../../worker');
+  const offenders: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(join(dir, e.name));
+      else if (e.name.endsWith('.ts')) {
+        const src = readFileSync(join(dir, e.name), 'utf8');
+        for (const m of src.matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)) {
+          const spec = m[1];
+          if (FORBIDDEN.some((re) => re.test(spec)) || /^@kubernetes\//.test(spec)) offenders.push(`${e.name}: ${spec}`);
+          // Upward imports reach only the port (types) and the handlers, never runtime/ or a db implementation.
+          if (/\.\.\/(runtime|db\/kysely)\b/.test(spec)) offenders.push(`${e.name}: ${spec}`);
+        }
+      }
+    }
+  };
+  walk(root);
+  expect(offenders).toEqual([]);
+});

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readClassDir } from '../../worker/class-source/dir.js';
+import { readClassDir } from '../../runtime/classes/dir.js';
 
 const created: string[] = [];
 afterAll(() => Promise.all(created.map((d) => rm(d, { recursive: true, force: true }))));

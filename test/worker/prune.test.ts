@@ -30,7 +30,7 @@ test('sweep deletes read sets and scope owners idle past 15 minutes and keeps fr
   await c.query(`update read_sets set read_at = now() - interval '16 minutes' where scope = 's-old'`);
   await c.query(`update scope_owners set last_used_at = now() - interval '16 minutes' where scope = 's-old'`);
 
-  const report = await sweep({ db: pgdb, log: quietLog, withLock: (k, fn) => pgdb.withLock(k, fn) });
+  const report = await sweep({ db: pgdb, log: quietLog, holder: 'test/prune' });
   expect(report).toMatchObject({ ran: true, prunedReads: 3 });
   const left = await c.query(`select scope, field from read_sets order by scope, field`);
   expect(left.rows).toEqual([{ scope: 's-new', field: 'a' }]);

@@ -1,5 +1,5 @@
 /**
- * The sweep under its Postgres advisory lock (decisions §5): a second concurrent sweep is a
+ * The sweep under its lease row (decisions §5, migration 0004): a second concurrent sweep is a
  * no-op, so a cron schedule or several in-process sweepers can never double-run.
  */
 import pg from 'pg';
@@ -8,7 +8,7 @@ import { createPool, PgDb } from '../../db/kysely/index.js';
 import { parseManifest } from '../../handlers/class-schema.js';
 import type { ClassManifest } from '../../handlers/types.js';
 import type { ClassSource } from '../../worker/reconcile-classes.js';
-import { sweep, SWEEP_LOCK, type SweepDeps } from '../../worker/sweep.js';
+import { sweep, SWEEP_LEASE, type SweepDeps } from '../../worker/sweep.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 
 const log = { debug() {}, info() {}, warn() {}, error() {} };
@@ -36,44 +36,55 @@ afterAll(async () => {
 });
 
 function deps(classSource?: () => Promise<ClassSource>, onClassesChanged?: () => void): SweepDeps {
-  return { db, log, classSource, onClassesChanged, withLock: (k, fn) => db.withLock(k, fn) };
+  return { db, log, classSource, onClassesChanged, holder: `test/${Math.random().toString(36).slice(2)}` };
 }
 
-test('the sweep lock key is the documented one', () => {
-  expect(SWEEP_LOCK).toBe(7283641002);
+test('the sweep lease row is the documented one', () => {
+  expect(SWEEP_LEASE).toBe('sweep');
 });
 
 test('a sweep runs, reconciles its class source and tells the registry', async () => {
   let changed = 0;
   const report = await sweep(deps(async () => ({ manifests: [manifest('alpha')], problems: [] }), () => changed++));
   expect(report.ran).toBe(true);
+  expect(report.ok).toBe(true);
   expect(report.classes?.applied).toEqual(['alpha']);
   expect(changed).toBe(1);
   expect((await db.listClasses()).map((c) => c.name)).toContain('alpha');
+  // The lease is given back when the sweep ends.
+  const c = new pg.Client({ connectionString: tdb.url });
+  await c.connect();
+  expect((await c.query('select * from sweep_lease')).rows).toEqual([]);
+  await c.end();
 });
 
-test('while another session holds the advisory lock the sweep is a no-op; after release it runs', async () => {
-  const holder = new pg.Client({ connectionString: tdb.url });
-  await holder.connect();
+test('while another holder has an unexpired lease the sweep is a no-op; an expired lease is taken over', async () => {
+  const c = new pg.Client({ connectionString: tdb.url });
+  await c.connect();
   try {
-    await holder.query('select pg_advisory_lock(7283641002)');
+    await c.query(`insert into sweep_lease (name, holder, expires_at) values ('sweep', 'other/1', now() + interval '1 minute')`);
     let calls = 0;
     const src = async () => {
       calls++;
       return { manifests: [manifest('beta')], problems: [] };
     };
     const blocked = await sweep(deps(src));
-    expect(blocked).toEqual({ ran: false });
+    expect(blocked).toMatchObject({ ran: false, ok: true });
     expect(calls).toBe(0);
     expect((await db.listClasses()).map((c) => c.name)).not.toContain('beta');
+    // The holder's lease is left alone.
+    expect((await c.query('select holder from sweep_lease')).rows).toEqual([{ holder: 'other/1' }]);
 
-    await holder.query('select pg_advisory_unlock(7283641002)');
+    // A sweeper that died leaves a lease that runs out; the next sweep takes it.
+    await c.query(`update sweep_lease set expires_at = now() - interval '1 second'`);
     const ran = await sweep(deps(src));
     expect(ran.ran).toBe(true);
     expect(calls).toBe(1);
     expect((await db.listClasses()).map((c) => c.name)).toContain('beta');
+    expect((await c.query('select * from sweep_lease')).rows).toEqual([]);
   } finally {
-    await holder.end();
+    await c.query(`delete from sweep_lease`);
+    await c.end();
   }
 });
 
@@ -92,12 +103,12 @@ test('two concurrent sweeps: at most one runs', async () => {
   const first = sweep(deps(slow));
   await inside;
   const second = await sweep(deps(slow));
-  expect(second).toEqual({ ran: false });
+  expect(second).toMatchObject({ ran: false });
   release();
   expect((await first).ran).toBe(true);
   expect(calls).toBe(1);
 
-  // Started together: never two at once (the lock is free before and after).
+  // Started together: never two at once (the lease is free before and after).
   let n = 0;
   let active = 0;
   let most = 0;
@@ -116,14 +127,36 @@ test('two concurrent sweeps: at most one runs', async () => {
   expect(results.some((r) => !r.ran)).toBe(true);
 });
 
-test('a failing sweep releases the lock for the next one', async () => {
-  await expect(
-    sweep(
-      deps(async () => {
-        throw new Error('source broke');
-      }),
-    ),
-  ).rejects.toThrow('source broke');
+test('a failing step is reported, the later steps still run, and the lease is released', async () => {
+  const failed = await sweep(
+    deps(async () => {
+      throw new Error('source broke');
+    }),
+  );
+  expect(failed.ran).toBe(true);
+  expect(failed.ok).toBe(false);
+  expect(failed.errors).toEqual([{ step: 'classes', message: 'source broke' }]);
+  expect(failed.gauges).toBeDefined();
+  expect(failed.prunedReads).toBeDefined();
   const next = await sweep(deps(async () => ({ manifests: [manifest('alpha'), manifest('beta')], problems: [] })));
   expect(next.ran).toBe(true);
+  expect(next.ok).toBe(true);
+});
+
+test('an aborted sweep stops before its next step and releases the lease', async () => {
+  const ac = new AbortController();
+  const report = await sweep({
+    ...deps(async () => {
+      ac.abort();
+      return { manifests: [manifest('alpha'), manifest('beta')], problems: [] };
+    }),
+    signal: ac.signal,
+  });
+  expect(report.ran).toBe(true);
+  expect(report.aborted).toBe(true);
+  expect(report.classes).toBeDefined();
+  expect(report.expired).toBeUndefined();
+  expect(report.gauges).toBeUndefined();
+  const again = await sweep(deps());
+  expect(again.ran).toBe(true);
 });

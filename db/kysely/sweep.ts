@@ -1,0 +1,153 @@
+/**
+ * The sweep's statements (decisions §5) over PostgreSQL. Every time is the database clock,
+ * so replicas and the worker agree whatever their own clocks say. See migration 0004 for
+ * the lease row, the purge queue and why entries no longer cascade.
+ */
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { RoleSubjects, WorkerGauges } from '../port.js';
+
+/**
+ * History rows of (class, rid) at or below the newest expiry watermark belong to an expired
+ * record whose purge is not finished: every reader leaves them out.
+ */
+export function notPurged(cls: unknown, rid: unknown, id: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`${id} > coalesce((select max(x.max_history_id) from expired_records x where x.class = ${cls} and x.rid = ${rid}), 0)`;
+}
+
+export async function acquireLease(db: Kysely<any>, name: string, holder: string, ttlSeconds: number): Promise<boolean> {
+  const res = await sql`
+    insert into sweep_lease (name, holder, expires_at)
+    values (${name}, ${holder}, now() + make_interval(secs => ${ttlSeconds}))
+    on conflict (name) do update set holder = excluded.holder, expires_at = excluded.expires_at
+      where sweep_lease.expires_at <= now() or sweep_lease.holder = excluded.holder
+    returning holder`.execute(db);
+  return res.rows.length === 1;
+}
+
+export async function releaseLease(db: Kysely<any>, name: string, holder: string): Promise<void> {
+  await sql`delete from sweep_lease where name = ${name} and holder = ${holder}`.execute(db);
+}
+
+export async function expireRecords(db: Kysely<any>, cls: string, ttlSeconds: number, limit: number): Promise<number> {
+  // One statement, so one transaction: a record is either wholly live or wholly gone to
+  // every reader. SKIP LOCKED passes over a record a writer holds (its write renews it);
+  // a record renewed after this statement's snapshot is re-checked under the lock
+  // (READ COMMITTED re-evaluates the condition on the newest row version) and kept.
+  const res = await sql<{ n: number }>`
+    with doomed as (
+      select r.id, r.class, r.rid from records r
+      where r.class = ${cls} and r.last_write_at < now() - make_interval(secs => ${ttlSeconds})
+      order by r.last_write_at
+      limit ${limit}
+      for update skip locked
+    ), queued as (
+      insert into expired_records (record_id, class, rid, max_history_id)
+      select d.id, d.class, d.rid,
+             coalesce((select max(h.id) from history h where h.class = d.class and h.rid = d.rid), 0)
+      from doomed d
+      on conflict (record_id) do nothing
+    ), gone as (
+      delete from records r using doomed d where r.id = d.id returning r.id
+    )
+    select count(*)::int as n from gone`.execute(db);
+  return Number(res.rows[0]?.n ?? 0);
+}
+
+/** The queue is worked oldest expiry first, this many records at a time. */
+const PURGE_WINDOW = 1000;
+
+export async function purgeExpired(
+  db: Kysely<any>,
+  limit: number,
+): Promise<{ historyRows: number; entries: number; finished: number; more: boolean }> {
+  const chunk = await sql<{ h: number; e: number }>`
+    with q as (
+      select record_id, class, rid, max_history_id from expired_records order by record_id limit ${PURGE_WINDOW}
+    ), hd as (
+      delete from history where id = any(array(
+        select h.id from q cross join lateral (
+          select h.id from history h
+          where h.class = q.class and h.rid = q.rid and h.id <= q.max_history_id
+          limit ${limit}) h
+        limit ${limit}))
+      returning 1
+    ), ed as (
+      delete from entries where ctid = any(array(
+        select e.ctid from q cross join lateral (
+          select e.ctid from entries e where e.record_id = q.record_id limit ${limit}) e
+        limit ${limit}))
+      returning 1
+    )
+    select (select count(*) from hd)::int as h, (select count(*) from ed)::int as e`.execute(db);
+  const { h, e } = chunk.rows[0] ?? { h: 0, e: 0 };
+  // A queued record whose history and entries are all gone leaves the queue (its watermark
+  // no longer hides anything).
+  const done = await sql<{ n: number; left: boolean }>`
+    with fin as (
+      delete from expired_records x
+      where x.record_id = any(array(select record_id from expired_records order by record_id limit ${PURGE_WINDOW}))
+        and not exists (select 1 from history h where h.class = x.class and h.rid = x.rid and h.id <= x.max_history_id)
+        and not exists (select 1 from entries e where e.record_id = x.record_id)
+      returning 1
+    )
+    select (select count(*) from fin)::int as n,
+           (select count(*) from expired_records) > (select count(*) from fin) as left`.execute(db);
+  const fin = done.rows[0] ?? { n: 0, left: false };
+  return { historyRows: Number(h), entries: Number(e), finished: Number(fin.n), more: Boolean(fin.left) };
+}
+
+export async function flagLapsedLeases(db: Kysely<any>, limit: number): Promise<number> {
+  // SKIP LOCKED: a field being claimed or renewed right now is that writer's to decide.
+  const res = await sql<{ n: number }>`
+    with due as (
+      select record_id, name from fields
+      where owner is not null and not lease_lapsed and lease_expires_at <= now()
+      order by lease_expires_at
+      limit ${limit}
+      for update skip locked
+    ), flagged as (
+      update fields f set lease_lapsed = true from due
+      where f.record_id = due.record_id and f.name = due.name
+      returning 1
+    )
+    select count(*)::int as n from flagged`.execute(db);
+  return Number(res.rows[0]?.n ?? 0);
+}
+
+/** A regular expression matching exactly the authors a role subject names (`ns/*` = one namespace's service accounts). */
+export function subjectPattern(subject: string): string {
+  const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return subject.endsWith('/*') ? `^${esc(subject.slice(0, -1))}[^/]*$` : `^${esc(subject)}$`;
+}
+
+export async function gauges(db: Kysely<any>, classes: string[], roles: RoleSubjects[]): Promise<WorkerGauges> {
+  const records = new Map<string, number>(classes.map((c) => [c, 0]));
+  const historyRows = new Map<string, number>(classes.map((c) => [c, 0]));
+  const rec = await sql<{ class: string; n: number }>`
+    select class, count(*)::bigint as n from records where class = any(${classes}::text[]) group by class`.execute(db);
+  for (const r of rec.rows) records.set(r.class, Number(r.n));
+  const hist = await sql<{ class: string; n: number }>`
+    select class, count(*)::bigint as n from history where class = any(${classes}::text[]) group by class`.execute(db);
+  for (const r of hist.rows) historyRows.set(r.class, Number(r.n));
+  // Rows of expired records still being purged are not history any more.
+  const pending = await sql<{ class: string; n: number }>`
+    select w.class, sum((select count(*) from history h where h.class = w.class and h.rid = w.rid and h.id <= w.m))::bigint as n
+    from (select class, rid, max(max_history_id) as m from expired_records group by class, rid) w
+    where w.class = any(${classes}::text[])
+    group by w.class`.execute(db);
+  for (const r of pending.rows) historyRows.set(r.class, (historyRows.get(r.class) ?? 0) - Number(r.n));
+  const lapsed = await sql<{ n: number }>`select count(*)::bigint as n from fields where lease_lapsed`.execute(db);
+  const roleWroteNothing = new Map<string, number>();
+  for (const r of roles) {
+    const patterns = r.subjects.map(subjectPattern);
+    const res = await sql<{ n: number }>`
+      select count(*)::bigint as n from records rec
+      where rec.class = ${r.class} and not exists (
+        select 1 from history h
+        where h.class = rec.class and h.rid = rec.rid and h.outcome = 'applied'
+          and h.author ~ any(${patterns}::text[])
+          and ${notPurged(sql`rec.class`, sql`rec.rid`, sql`h.id`)})`.execute(db);
+    roleWroteNothing.set(`${r.class}/${r.role}`, Number(res.rows[0]?.n ?? 0));
+  }
+  return { records, historyRows, leasesLapsed: Number(lapsed.rows[0]?.n ?? 0), roleWroteNothing };
+}
