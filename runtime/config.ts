@@ -20,6 +20,12 @@ export interface Config {
   tlsKey: string | undefined;
   classesDir: string | undefined;
   sweepIntervalMs: number | undefined;
+  /** Time budget of the sweep's batched steps (expiry, purge, lapsed leases); undefined = derived from the interval. */
+  sweepBudgetMs: number | undefined;
+  /** worker: /readyz and /healthz port. */
+  healthPort: number;
+  /** Namespace watched for SharedContext objects; '' = every namespace. */
+  watchNamespace: string;
   identity: string[];
   apikeysFile: string | undefined;
   oidcIssuer: string | undefined;
@@ -64,7 +70,20 @@ export const FLAGS: Record<string, FlagSpec> = {
   'tls-cert': { env: 'KSLATE_TLS_CERT', help: 'PEM certificate file; serves TLS with --tls-key' },
   'tls-key': { env: 'KSLATE_TLS_KEY', help: 'PEM private key file' },
   classes: { env: 'KSLATE_CLASSES', help: 'directory of SharedContext manifests to reconcile' },
-  'sweep-interval': { env: 'KSLATE_SWEEP_INTERVAL', help: 'run the sweep in-process this often (e.g. 60s)' },
+  'sweep-interval': {
+    env: 'KSLATE_SWEEP_INTERVAL',
+    help: 'serve: also run the sweep in-process this often (e.g. 60s); worker: the sweep interval (default 60s)',
+  },
+  'sweep-budget': {
+    env: 'KSLATE_SWEEP_BUDGET',
+    help: "time one sweep spends expiring records and flagging leases before leaving the rest to the next (default: 30s or half the interval)",
+  },
+  'health-port': { env: 'KSLATE_HEALTH_PORT', help: 'worker: /readyz and /healthz port', default: '8081' },
+  'watch-namespace': {
+    env: 'KSLATE_WATCH_NAMESPACE',
+    help: 'namespace whose SharedContext objects are classes when no --classes is given; empty = every namespace',
+    default: '',
+  },
   identity: { env: 'KSLATE_IDENTITY', help: 'identity providers in order, comma-separated', default: 'k8s-sa' },
   apikeys: { env: 'KSLATE_APIKEYS', help: 'API key file (apikeys.yaml) for the apikey provider' },
   'oidc-issuer': { env: 'KSLATE_OIDC_ISSUER', help: 'oidc provider: the issuer URL (its discovery document gives the JWKS)' },
@@ -124,6 +143,17 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     }
     sweepIntervalMs = ms;
   }
+  let sweepBudgetMs: number | undefined;
+  const sb = raw('sweep-budget');
+  if (sb !== undefined && sb !== '') {
+    const ms = parseDuration(sb);
+    if (ms === null || ms <= 0) throw new ConfigError(`--sweep-budget (KSLATE_SWEEP_BUDGET) must be a duration like 30s; got "${sb}".`);
+    sweepBudgetMs = ms;
+  }
+  const watchNamespace = (raw('watch-namespace') ?? '').trim();
+  if (watchNamespace !== '' && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(watchNamespace)) {
+    throw new ConfigError(`--watch-namespace (KSLATE_WATCH_NAMESPACE) must be a Kubernetes namespace name (or empty for all); got "${watchNamespace}".`);
+  }
   const duration = (flag: string, example = '10s or 1m'): number => {
     const s = raw(flag) ?? '';
     const ms = parseDuration(s);
@@ -172,6 +202,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     tlsKey: key || undefined,
     classesDir: raw('classes') || undefined,
     sweepIntervalMs,
+    sweepBudgetMs,
+    healthPort: int('health-port', 0, 65535),
+    watchNamespace,
     identity,
     apikeysFile: raw('apikeys') || undefined,
     oidcIssuer: raw('oidc-issuer') || undefined,

@@ -2,18 +2,20 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { migrate } from '../db/migrate.js';
-import { PgDb } from '../db/kysely/index.js';
+import { createPool, PgDb } from '../db/kysely/index.js';
 import { readClassDir } from './classes/dir.js';
 import { sweep } from '../worker/sweep.js';
 import { classesCheck } from './classes-check.js';
-import { ConfigError, FLAGS, parseConfig } from './config.js';
+import { ConfigError, FLAGS, parseConfig, type Config } from './config.js';
+import type { Logger } from '../handlers/context.js';
 import { describeError } from './describe-error.js';
 import { dev } from './dev.js';
 import { guardFaults } from './fault-guard.js';
 import { createLogger } from './logger.js';
 import { startGateway } from './serve.js';
 import { stopOnSignals } from './shutdown.js';
-import { StartupError, sweepHolder } from './services.js';
+import { MAINTENANCE_TIMEOUT_MS, StartupError, sweepHolder } from './services.js';
+import { startWorker, type WorkerCluster, type WorkerProcess } from './worker.js';
 
 const flagLine = (k: string) => {
   const f = FLAGS[k];
@@ -25,7 +27,8 @@ const USAGE = `kslate — shared, versioned records for fleets of agents
 Usage:
   kslate serve  --database-url URL [flags]   run the gateway (HTTP/JSON, MCP)
   kslate dev    [flags]                      embedded PostgreSQL + example classes and keys (npm start)
-  kslate sweep  --database-url URL --classes DIR   run one sweep and exit (for cron)
+  kslate worker --database-url URL [flags]   run the sweep loop (expiry, leases, classes, roles, gauges)
+  kslate sweep  --database-url URL [flags]   run one sweep and exit (for cron)
   kslate migrate --database-url URL          apply the database schema and exit
   kslate classes check DIR                   validate SharedContext manifests
   kslate version                             print the version (also --version, -v)
@@ -36,7 +39,12 @@ ${Object.keys(FLAGS).map(flagLine).join('\n')}
 `;
 
 const DEV_ONLY = ['data-dir', 'dev-pg-port'];
-const SERVE_FLAGS = Object.keys(FLAGS).filter((k) => !DEV_ONLY.includes(k));
+const WORKER_ONLY = ['health-port', 'watch-namespace'];
+const SERVE_FLAGS = Object.keys(FLAGS).filter((k) => !DEV_ONLY.includes(k) && !WORKER_ONLY.includes(k));
+const SWEEP_FLAGS = ['database-url', 'classes', 'watch-namespace', 'sweep-budget', 'log-level'];
+const WORKER_FLAGS = [...SWEEP_FLAGS, 'sweep-interval', 'health-port', 'metrics-port', 'listen', 'db-timeout'];
+/** The worker's own defaults (decisions §6: sweep every 60s, health on 8081, metrics on 9090). */
+const WORKER_DEFAULTS = { 'sweep-interval': '60s', 'metrics-port': '9090' };
 
 /** `kslate COMMAND --help`: what the command does and the flags it reads. */
 const COMMAND_USAGE: Record<string, { usage: string; flags: string[] }> = {
@@ -48,9 +56,15 @@ const COMMAND_USAGE: Record<string, { usage: string; flags: string[] }> = {
     usage: 'kslate dev [flags]        (what `npm start` runs)\n\nThe gateway and the sweep in one process on an embedded PostgreSQL kept under --data-dir, with the\nexample classes and keys (defaults: --identity apikey --apikeys examples/apikeys.yaml\n--classes examples/classes --sweep-interval 10s), on loopback only. With --database-url it uses\nthat database instead. Ctrl-C stops it.',
     flags: Object.keys(FLAGS),
   },
+  worker: {
+    usage:
+      'kslate worker --database-url URL [flags]\n\nRun the sweep every --sweep-interval (default 60s): reconcile classes (--classes DIR, else the\ncluster\'s SharedContext objects when in a cluster or KUBECONFIG is set), mirror roles into RBAC,\nexpire records past their class ttl, flag lapsed leases, refresh the gauges. /healthz and /readyz on\n--health-port (8081), metrics on --metrics-port (9090), both on the host of --listen (its port is unused).\nSIGTERM stops the sweep between statements and releases its lease.',
+    flags: WORKER_FLAGS,
+  },
   sweep: {
-    usage: 'kslate sweep --database-url URL --classes DIR\n\nRun one sweep (reconcile the classes in DIR, prune read sets) and exit: 0 when done or when\nanother sweep is running, 1 when a manifest was refused.',
-    flags: ['database-url', 'classes', 'log-level'],
+    usage:
+      'kslate sweep --database-url URL [--classes DIR]\n\nRun one sweep (the same steps as kslate worker) and exit, for cron: 0 when every step succeeded\nor another sweep was running (nothing done), 1 when a step failed or a manifest was refused.',
+    flags: SWEEP_FLAGS,
   },
   migrate: {
     usage: 'kslate migrate --database-url URL\n\nApply the database schema and exit.',
@@ -74,6 +88,14 @@ function version(): string {
   return `kslate ${pkg.version}\n`;
 }
 
+/** Classes and RBAC from the cluster, when there is one and no --classes was given. */
+async function workerCluster(cfg: Config, log: Logger, onChange: () => void): Promise<WorkerCluster | null> {
+  if (cfg.classesDir) return null;
+  void log;
+  void onChange;
+  return null;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd !== undefined && COMMAND_USAGE[cmd] && (rest.includes('--help') || rest.includes('-h'))) {
@@ -92,29 +114,66 @@ async function main(argv: string[]): Promise<number> {
     case 'dev':
       await dev(rest);
       return -1;
-    case 'sweep':
+    case 'worker': {
+      const cfg = parseConfig(rest, process.env, WORKER_DEFAULTS);
+      const log = createLogger({ level: cfg.logLevel });
+      guardFaults(log);
+      let w: WorkerProcess | undefined;
+      w = await startWorker(cfg, log, await workerCluster(cfg, log, () => w?.sweeper.trigger()));
+      const started = w;
+      stopOnSignals(log, () => started.shutdown());
+      return -1; // keep running
+    }
+    case 'sweep': {
+      const cfg = parseConfig(rest);
+      if (!cfg.databaseUrl) throw new StartupError('kslate sweep needs --database-url URL (or KSLATE_DATABASE_URL).');
+      const log = createLogger({ level: cfg.logLevel });
+      const pool = createPool({ connectionString: cfg.databaseUrl, max: 3, timeoutMs: MAINTENANCE_TIMEOUT_MS });
+      const db = new PgDb(pool);
+      const ac = new AbortController();
+      const onSignal = () => ac.abort();
+      process.once('SIGTERM', onSignal);
+      process.once('SIGINT', onSignal);
+      try {
+        await migrate(pool);
+        const cluster = cfg.classesDir ? null : await workerCluster(cfg, log, () => undefined);
+        const classesDir = cfg.classesDir;
+        const report = await sweep(
+          {
+            db,
+            log,
+            holder: sweepHolder(),
+            classSource: classesDir ? () => readClassDir(classesDir) : cluster ? () => cluster.classes.load() : undefined,
+            roles: cluster?.roles,
+            signal: ac.signal,
+          },
+          { budgetMs: cfg.sweepBudgetMs },
+        );
+        if (!report.ran) process.stdout.write('another sweep is running; nothing done\n');
+        else {
+          if (report.classes) {
+            process.stdout.write(`classes reconciled: ${report.classes.applied.join(', ') || '(none)'}\n`);
+            for (const p of report.classes.problems) process.stdout.write(`manifest refused: ${p}\n`);
+            for (const r of report.classes.refused) process.stdout.write(`manifest refused: ${r.namespace}/${r.name}: ${r.reason}\n`);
+          }
+          if (report.expired) process.stdout.write(`records expired: ${report.expired.records}${report.expired.more ? ' (more next sweep)' : ''}\n`);
+          for (const e of report.errors) process.stdout.write(`step ${e.step} failed: ${e.message}\n`);
+        }
+        return report.ok ? 0 : 1;
+      } finally {
+        process.off('SIGTERM', onSignal);
+        process.off('SIGINT', onSignal);
+        await pool.end();
+      }
+    }
     case 'migrate': {
       const cfg = parseConfig(rest);
       if (!cfg.databaseUrl) throw new StartupError(`kslate ${cmd} needs --database-url URL (or KSLATE_DATABASE_URL).`);
-      const log = createLogger({ level: cfg.logLevel });
-      const pool = new pg.Pool({ connectionString: cfg.databaseUrl, max: 4 });
+      const pool = new pg.Pool({ connectionString: cfg.databaseUrl, max: 2 });
       try {
         await migrate(pool);
-        if (cmd === 'migrate') {
-          process.stdout.write('schema up to date\n');
-          return 0;
-        }
-        const db = new PgDb(pool);
-        const classesDir = cfg.classesDir;
-        const report = await sweep({
-          db,
-          log,
-          classSource: classesDir ? () => readClassDir(classesDir) : undefined,
-          holder: sweepHolder(),
-        });
-        if (!report.ran) process.stdout.write('another sweep is running; nothing done\n');
-        else if (report.classes) process.stdout.write(`classes reconciled: ${report.classes.applied.join(', ') || '(none)'}\n`);
-        return report.classes && (report.classes.problems.length > 0 || report.classes.refused.length > 0) ? 1 : 0;
+        process.stdout.write('schema up to date\n');
+        return 0;
       } finally {
         await pool.end();
       }

@@ -64,26 +64,8 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
   if (cfg.classesDir) {
     await services.sweepOnce().catch((e) => log.warn('class reconcile at start failed; will retry', { error: (e as Error).message }));
   }
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  if (cfg.sweepIntervalMs) {
-    const tick = () =>
-      services
-        .sweepOnce()
-        .catch((e) => log.warn('sweep failed; will retry next interval', { error: (e as Error).message }))
-        .finally(() => {
-          if (stopped) return;
-          timer = setTimeout(tick, cfg.sweepIntervalMs);
-          timer.unref();
-        });
-    timer = setTimeout(tick, cfg.sweepIntervalMs);
-    timer.unref();
-  }
-
-  const stopSweeps = () => {
-    stopped = true;
-    if (timer) clearTimeout(timer);
-  };
+  if (cfg.sweepIntervalMs) services.sweeper.start();
+  const stopSweeps = () => void services.sweeper.stop();
 
   const tls = Boolean(cfg.tlsCert);
   const servers: Server[] = [];
@@ -191,7 +173,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
         await grpcClosed;
         log.info('gRPC stopped');
       }
-      // A sweep that was already running finishes (its advisory lock is released) before the pool closes.
+      // A sweep that was already running stops between statements (its lease is released) before the pool closes.
       if (await services.close(left())) log.info('database pool closed');
       else log.warn('database pool closed with connections still busy; PostgreSQL rolls their transactions back');
     },

@@ -10,13 +10,14 @@ import { cachedRegistry, type ClassRegistry } from '../handlers/class-registry.j
 import type { Ctx, Logger } from '../handlers/context.js';
 import type { Identity, IdentityProvider } from '../handlers/types.js';
 import { readClassDir } from './classes/dir.js';
-import { sweep, type SweepReport } from '../worker/sweep.js';
+import type { SweepReport } from '../worker/sweep.js';
 import type { Config } from './config.js';
 import { ApiKeyProvider } from './identity/apikey.js';
 import { OidcProvider } from './identity/oidc.js';
 import { K8sSaProvider } from './identity/k8s-sa.js';
 import { createMetrics, type PromMetrics } from './metrics.js';
 import { RejectedCredentialBudget } from './rate-limit.js';
+import { createSweeper, type Sweeper } from './sweeper.js';
 import { Readiness } from './readiness.js';
 
 export interface Services {
@@ -38,9 +39,11 @@ export interface Services {
   cursorKey(): Promise<string>;
   /** One sweep now (reconcile classes from --classes, ...). */
   sweepOnce(): Promise<SweepReport>;
+  /** The in-process sweep loop (`serve --sweep-interval`), started by the caller. */
+  sweeper: Sweeper;
   /**
    * Close the pool within `budgetMs` (default 5 s; true when it closed in time). A sweep already
-   * running is awaited first so its advisory lock is released; connections lost from here on
+   * running is stopped between statements first so its lease is released; connections lost from here on
    * are expected and logged at debug.
    */
   close(budgetMs?: number): Promise<boolean>;
@@ -119,19 +122,13 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
   const maintenanceDb = new PgDb(maintenancePool);
   const classes = cachedRegistry(() => db.listClasses(), () => Date.now());
   const classSource = cfg.classesDir ? () => readClassDir(cfg.classesDir!) : undefined;
-  const running = new Set<Promise<unknown>>();
-  const sweepOnce = () => {
-    const p = sweep({
-      db: maintenanceDb,
-      log,
-      classSource,
-      onClassesChanged: () => classes.invalidate(),
-      holder: sweepHolder(),
-    });
-    const settled = p.catch(() => undefined).finally(() => running.delete(settled));
-    running.add(settled);
-    return p;
-  };
+  const sweeper = createSweeper({
+    deps: { db: maintenanceDb, log, classSource, onClassesChanged: () => classes.invalidate(), holder: sweepHolder() },
+    log,
+    intervalMs: cfg.sweepIntervalMs,
+    budgetMs: cfg.sweepBudgetMs,
+  });
+  const sweepOnce = () => sweeper.runNow();
   readiness = new Readiness(
     pool,
     maintenancePool,
@@ -164,6 +161,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
       return key;
     },
     sweepOnce,
+    sweeper,
     async close(budgetMs = 5_000) {
       const deadline = Date.now() + budgetMs;
       for (const p of providers) (p as { close?: () => void }).close?.();
@@ -173,7 +171,8 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
           clearTimeout(t),
         );
       };
-      if (running.size > 0) await until(Promise.all(running), Math.max(0, deadline - Date.now()));
+      // A running sweep stops between statements and releases its lease before the pool closes.
+      await until(sweeper.stop(), Math.max(0, deadline - Date.now()));
       closing = true;
       // pool.end() waits for every checked-out client; one stuck on a lock past the budget is
       // left to the process exit (PostgreSQL rolls its transaction back).

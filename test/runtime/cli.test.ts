@@ -276,12 +276,12 @@ describe.concurrent('kslate help', { timeout: 60_000 }, () => {
       expect(r.stdout).toContain(flag);
     }
     for (const v of ['KSLATE_DATABASE_URL', 'KSLATE_LISTEN']) expect(r.stdout).toContain(v);
-    for (const cmd of ['serve', 'sweep', 'dev']) expect(r.stdout).toContain(cmd);
+    for (const cmd of ['serve', 'sweep', 'dev', 'worker']) expect(r.stdout).toContain(cmd);
   });
 });
 
 describe.concurrent('kslate COMMAND --help, --version, --log-level', { timeout: 60_000 }, () => {
-  for (const cmd of ['serve', 'dev', 'sweep', 'migrate', 'classes', 'version']) {
+  for (const cmd of ['serve', 'dev', 'worker', 'sweep', 'migrate', 'classes', 'version']) {
     for (const flag of ['--help', '-h']) {
       it(`kslate ${cmd} ${flag} prints that command's usage and exits 0`, async ({ expect }) => {
         const r = await kslate([cmd, flag], cleanEnv(), 15_000);
@@ -294,6 +294,7 @@ describe.concurrent('kslate COMMAND --help, --version, --log-level', { timeout: 
         }
         if (cmd === 'dev') for (const f of ['--dev-pg-port', 'KSLATE_DEV_PG_PORT', '--data-dir']) expect(r.stdout).toContain(f);
         if (cmd === 'serve') expect(r.stdout).not.toContain('--dev-pg-port');
+        if (cmd === 'worker') for (const f of ['--sweep-interval', '--health-port', '--metrics-port', '--watch-namespace', 'KSLATE_HEALTH_PORT']) expect(r.stdout).toContain(f);
       });
     }
   }
