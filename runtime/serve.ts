@@ -62,7 +62,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
     log.warn('database not reachable at start; answering 503 until it is', { error: (e as Error).message });
   }
   if (cfg.classesDir) {
-    await services.sweepOnce().catch((e) => log.warn('class reconcile at start failed; will retry', { error: (e as Error).message }));
+    await services.reconcileOnce().catch((e) => log.warn('class reconcile at start failed; will retry', { error: (e as Error).message }));
   }
   if (cfg.sweepIntervalMs) services.sweeper.start();
   const stopSweeps = () => void services.sweeper.stop();

@@ -10,7 +10,7 @@ import { cachedRegistry, type ClassRegistry } from '../handlers/class-registry.j
 import type { Ctx, Logger } from '../handlers/context.js';
 import type { Identity, IdentityProvider } from '../handlers/types.js';
 import { readClassDir } from './classes/dir.js';
-import type { SweepReport } from '../worker/sweep.js';
+import { sweep, type SweepReport } from '../worker/sweep.js';
 import type { Config } from './config.js';
 import { ApiKeyProvider } from './identity/apikey.js';
 import { OidcProvider } from './identity/oidc.js';
@@ -37,8 +37,10 @@ export interface Services {
   budget: RejectedCredentialBudget;
   readiness: Readiness;
   cursorKey(): Promise<string>;
-  /** One sweep now (reconcile classes from --classes, ...). */
+  /** One whole sweep now (reconcile classes from --classes, expire, leases, gauges). */
   sweepOnce(): Promise<SweepReport>;
+  /** Only the class step of the sweep (at start and after the schema was re-applied). */
+  reconcileOnce(): Promise<SweepReport>;
   /** The in-process sweep loop (`serve --sweep-interval`), started by the caller. */
   sweeper: Sweeper;
   /**
@@ -129,6 +131,13 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     budgetMs: cfg.sweepBudgetMs,
   });
   const sweepOnce = () => sweeper.runNow();
+  // At start and after the schema is re-applied only the classes are reconciled (decisions §6);
+  // the rest of the sweep is the worker's or --sweep-interval's.
+  const reconcileOnce = () =>
+    sweep(
+      { db: maintenanceDb, log, classSource, onClassesChanged: () => classes.invalidate(), holder: sweepHolder() },
+      { steps: ['classes'] },
+    );
   readiness = new Readiness(
     pool,
     maintenancePool,
@@ -136,7 +145,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     async () => {
       key = null; // a re-applied schema has a new cursor key
       classes.invalidate();
-      if (classSource) await sweepOnce();
+      if (classSource) await reconcileOnce();
     },
     // A provider that cannot verify tokens yet (an OIDC issuer not reached) makes the gateway not ready.
     () => providers.map((p) => p.notReady?.() ?? null).find((m) => m !== null) ?? null,
@@ -161,6 +170,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
       return key;
     },
     sweepOnce,
+    reconcileOnce,
     sweeper,
     async close(budgetMs = 5_000) {
       const deadline = Date.now() + budgetMs;

@@ -60,7 +60,13 @@ export interface SweepDeps {
   signal?: AbortSignal;
 }
 
+/** The steps, in the order they run. */
+export const SWEEP_STEPS = ['classes', 'roles', 'expire', 'leases', 'read sets', 'gauges'] as const;
+export type SweepStep = (typeof SWEEP_STEPS)[number];
+
 export interface SweepOptions {
+  /** Run only these steps (default: all), e.g. `['classes']` for a gateway's reconcile at start. */
+  steps?: readonly SweepStep[];
   /** Clock for the time budget (ms); the database clock decides expiry. */
   now?: () => number;
   /** The budgeted steps stop starting new batches after this long; the next sweep continues. */
@@ -80,6 +86,8 @@ export interface SweepReport {
   prunedReads?: number;
   gauges?: WorkerGauges;
   errors: { step: string; message: string }[];
+  /** How long each step that ran took (ms). */
+  stepMs: Partial<Record<SweepStep, number>>;
   /** Stopped early by the signal. */
   aborted?: boolean;
 }
@@ -95,14 +103,15 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
   const leaseSeconds = Math.ceil(budgetMs / 1000) * 2 + 60;
   if (!(await db.acquireLease(SWEEP_LEASE, deps.holder, leaseSeconds))) {
     log.debug('another sweep holds the sweep lease; nothing done', { holder: deps.holder });
-    return { ran: false, ok: true, durationMs: now() - start, errors: [] };
+    return { ran: false, ok: true, durationMs: now() - start, errors: [], stepMs: {} };
   }
-  const report: SweepReport = { ran: true, ok: true, durationMs: 0, errors: [] };
+  const report: SweepReport = { ran: true, ok: true, durationMs: 0, errors: [], stepMs: {} };
   let leaseLost = false;
   const stopped = () => leaseLost || deps.signal?.aborted === true;
   const inBudget = () => !stopped() && now() < deadline;
-  const step = async (name: string, fn: () => Promise<void>) => {
-    if (stopped()) return;
+  const step = async (name: SweepStep, fn: () => Promise<void>) => {
+    if (stopped() || (opts.steps && !opts.steps.includes(name))) return;
+    const t0 = now();
     try {
       if (!(await db.acquireLease(SWEEP_LEASE, deps.holder, leaseSeconds))) {
         leaseLost = true;
@@ -113,6 +122,8 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
       const message = (e as Error)?.message ?? String(e);
       report.errors.push({ step: name, message });
       log.error(`sweep step "${name}" failed: ${message}; the next sweep retries it`, { step: name });
+    } finally {
+      report.stepMs[name] = (report.stepMs[name] ?? 0) + (now() - t0);
     }
   };
   try {
@@ -204,6 +215,7 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
     leases_lapsed: report.gauges?.leasesLapsed,
     read_sets_pruned: report.prunedReads,
     errors: report.errors.length || undefined,
+    step_ms: report.stepMs,
   });
   return report;
 }

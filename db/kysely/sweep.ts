@@ -114,10 +114,19 @@ export async function flagLapsedLeases(db: Kysely<any>, limit: number): Promise<
   return Number(res.rows[0]?.n ?? 0);
 }
 
-/** A regular expression matching exactly the authors a role subject names (`ns/*` = one namespace's service accounts). */
-export function subjectPattern(subject: string): string {
-  const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return subject.endsWith('/*') ? `^${esc(subject.slice(0, -1))}[^/]*$` : `^${esc(subject)}$`;
+/**
+ * The authors a role's subjects name, as SQL over `h.author`: exact subjects compared by
+ * equality (one array lookup, whatever their number), `ns/*` wildcards as a prefix with no
+ * further slash (one namespace's service accounts).
+ */
+export function authorIn(subjects: string[], author: RawBuilder<unknown>): RawBuilder<unknown> {
+  const exact = subjects.filter((s) => !s.endsWith('/*'));
+  const prefixes = subjects.filter((s) => s.endsWith('/*')).map((s) => s.slice(0, -1));
+  const parts = [sql`${author} = any(${exact}::text[])`];
+  for (const p of prefixes) {
+    parts.push(sql`(starts_with(${author}, ${p}) and strpos(substr(${author}, ${p.length + 1}), '/') = 0)`);
+  }
+  return sql`(${sql.join(parts, sql` or `)})`;
 }
 
 export async function gauges(db: Kysely<any>, classes: string[], roles: RoleSubjects[]): Promise<WorkerGauges> {
@@ -139,13 +148,12 @@ export async function gauges(db: Kysely<any>, classes: string[], roles: RoleSubj
   const lapsed = await sql<{ n: number }>`select count(*)::bigint as n from fields where lease_lapsed`.execute(db);
   const roleWroteNothing = new Map<string, number>();
   for (const r of roles) {
-    const patterns = r.subjects.map(subjectPattern);
     const res = await sql<{ n: number }>`
       select count(*)::bigint as n from records rec
       where rec.class = ${r.class} and not exists (
         select 1 from history h
         where h.class = rec.class and h.rid = rec.rid and h.outcome = 'applied'
-          and h.author ~ any(${patterns}::text[])
+          and ${authorIn(r.subjects, sql`h.author`)}
           and ${notPurged(sql`rec.class`, sql`rec.rid`, sql`h.id`)})`.execute(db);
     roleWroteNothing.set(`${r.class}/${r.role}`, Number(res.rows[0]?.n ?? 0));
   }

@@ -160,3 +160,12 @@ test('an aborted sweep stops before its next step and releases the lease', async
   const again = await sweep(deps());
   expect(again.ran).toBe(true);
 });
+
+test('steps: a reconcile-only sweep (a gateway at start) expires nothing and computes no gauges', async () => {
+  const report = await sweep(deps(async () => ({ manifests: [manifest('alpha'), manifest('beta')], problems: [] })), { steps: ['classes'] });
+  expect(report.ran).toBe(true);
+  expect(report.classes?.applied).toEqual(['alpha', 'beta']);
+  expect(report.expired).toBeUndefined();
+  expect(report.leases).toBeUndefined();
+  expect(report.gauges).toBeUndefined();
+});
