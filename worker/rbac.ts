@@ -70,6 +70,8 @@ export interface DesiredRbac {
   bindings: RoleBindingObject[];
   /** Classes left out, one sentence each (no uid: a Role without an owner would never be collected). */
   errors: string[];
+  /** The classes left out (`namespace/name`): what exists for them must be kept, not deleted as stale. */
+  skipped: string[];
 }
 
 /** `kslate:<class>:<role>`: the name of both the Role and the RoleBinding. */
@@ -97,6 +99,7 @@ export function desiredRbac(live: LiveClass[]): DesiredRbac {
   const roles: RoleObject[] = [];
   const bindings: RoleBindingObject[] = [];
   const errors: string[] = [];
+  const skipped: string[] = [];
   for (const cls of live) {
     const mirrored = Object.entries(cls.spec.roles ?? {})
       .map(([role, def]) => ({ role, subjects: dedupe(def.subjects.map(rbacSubject).filter((s): s is RbacSubject => s !== null)) }))
@@ -107,6 +110,7 @@ export function desiredRbac(live: LiveClass[]): DesiredRbac {
         `class ${cls.namespace}/${cls.name}: no Role or RoleBinding mirrored because the SharedContext's uid is unknown ` +
           '(they would never be garbage-collected without an owner); the next sweep retries once the object is listed',
       );
+      skipped.push(`${cls.namespace}/${cls.name}`);
       continue;
     }
     for (const { role, subjects } of mirrored) {
@@ -143,7 +147,15 @@ export function desiredRbac(live: LiveClass[]): DesiredRbac {
     compare(a.metadata.namespace, b.metadata.namespace) || compare(a.metadata.name, b.metadata.name);
   roles.sort(order);
   bindings.sort(order);
-  return { roles, bindings, errors };
+  return { roles, bindings, errors, skipped };
+}
+
+/** The class a kslate-managed Role or RoleBinding is for: its class label, else its name. */
+export function classOf(meta: { name?: string; labels?: Record<string, string> }): string | null {
+  const label = meta.labels?.[CLASS_LABEL];
+  if (label) return label;
+  const m = /^kslate:([^:]+):/.exec(meta.name ?? '');
+  return m ? m[1]! : null;
 }
 
 function dedupe(subjects: RbacSubject[]): RbacSubject[] {

@@ -5,7 +5,7 @@
 import { expect, test } from 'vitest';
 import { parseManifest } from '../../handlers/class-schema.js';
 import type { ClassSpec } from '../../handlers/types.js';
-import { desiredRbac, MANAGED_SELECTOR, rbacName, rbacSubject } from '../../worker/rbac.js';
+import { classOf, desiredRbac, MANAGED_SELECTOR, rbacName, rbacSubject } from '../../worker/rbac.js';
 import type { LiveClass } from '../../worker/sweep.js';
 
 function spec(roles: Record<string, string[]>): ClassSpec {
@@ -75,6 +75,7 @@ test('a class without a uid is skipped with an error line, the others still mirr
   expect(roles.map((r) => r.metadata.name)).toEqual(['kslate:beta:r']);
   expect(bindings.map((r) => r.metadata.name)).toEqual(['kslate:beta:r']);
   expect(errors).toHaveLength(1);
+  expect(desiredRbac([live('alpha', 'team-a', { r: ['k8s-sa:team-a/a'] }, null)]).skipped).toEqual(['team-a/alpha']);
   expect(errors[0]).toMatch(/^class team-a\/alpha: .*uid is unknown.*garbage-collected.*next sweep/);
   // A class with no k8s-sa role needs no uid at all.
   expect(desiredRbac([live('gamma', 'team-a', { r: ['apikey:a'] }, null)]).errors).toEqual([]);
@@ -101,4 +102,7 @@ test('names, subjects and labels that are not valid label values', () => {
   const { roles } = desiredRbac([live('cls-', 'team-a', { _lead: ['k8s-sa:team-a/x'] })]);
   expect(roles[0].metadata.name).toBe('kslate:cls-:_lead');
   expect(roles[0].metadata.labels).toEqual({ 'app.kubernetes.io/managed-by': 'kslate' });
+  expect(classOf(roles[0].metadata)).toBe('cls-');
+  expect(classOf({ name: 'kslate:a:b', labels: { 'kslate.dev/class': 'a' } })).toBe('a');
+  expect(classOf({ name: 'admin' })).toBeNull();
 });
