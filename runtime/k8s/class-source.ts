@@ -226,7 +226,7 @@ export function createClusterClassSource(opts: ClusterClassSourceOptions): Clust
   };
 
   function changed() {
-    if (!opts.onChange || debounceTimer) return;
+    if (!opts.onChange || debounceTimer || stopped) return;
     debounceTimer = setTimeout(() => {
       debounceTimer = null;
       try {
@@ -312,7 +312,11 @@ export function createClusterClassSource(opts: ClusterClassSourceOptions): Clust
     }, timeoutMs);
     const query: Record<string, string | number | boolean> = { allowWatchBookmarks: true, timeoutSeconds: watchTimeoutSeconds };
     if (resourceVersion) query.resourceVersion = resourceVersion;
-    watch.watch(watchPath, query, onEvent, done).then(
+    // Lines still buffered from an attempt that was abandoned or stopped are not events any more.
+    const events = (type: string, obj: any) => {
+      if (attempt === mine && !stopped) onEvent(type, obj);
+    };
+    watch.watch(watchPath, query, events, done).then(
       (controller) => {
         mine.controller = controller;
         if (mine.finished || stopped || attempt !== mine) {

@@ -231,7 +231,10 @@ test('watch: restarted after the server ends it or answers 500, with backoff; st
     fake.clearFailures();
   }
   const requests = fake.requests.length;
+  const calls = changes();
+  fake.addContext({ name: 'after-stop', namespace: ns, spec: SPEC });
   await new Promise((r) => setTimeout(r, 400));
   expect(fake.requests.length).toBe(requests);
+  expect(changes()).toBe(calls);
   expect(fake.openWatches()).toBe(0);
 });
