@@ -12,12 +12,13 @@ import { createHash } from 'node:crypto';
 import {
   ApiException,
   AuthenticationV1Api,
-  KubeConfig,
+  type KubeConfig,
   Observable,
   type ObservableMiddleware,
   type V1TokenReview,
 } from '@kubernetes/client-node';
 import type { Logger } from '../../handlers/context.js';
+import { loadDefaultKubeConfig } from '../k8s/cluster.js';
 import { SvcError } from '../../handlers/errors.js';
 import type { Identity, IdentityProvider } from '../../handlers/types.js';
 
@@ -143,13 +144,7 @@ export class K8sSaProvider implements IdentityProvider {
    * the configuration cannot be read.
    */
   static fromDefault(audience: string, log: Logger): K8sSaProvider {
-    const kc = new KubeConfig();
-    try {
-      kc.loadFromDefault();
-    } catch (e) {
-      const where = process.env.KUBECONFIG ? `KUBECONFIG=${process.env.KUBECONFIG}` : '~/.kube/config or the in-cluster service account';
-      throw new Error(`k8s-sa: cannot load the Kubernetes client configuration from ${where}: ${(e as Error).message}`);
-    }
+    const kc = loadDefaultKubeConfig('k8s-sa');
     const server = kc.getCurrentCluster()?.server ?? '(none)';
     log.info(`k8s-sa: TokenReviews go to ${server}, audience "${audience}"`);
     return new K8sSaProvider({ audience, log, review: clientReview(kc), server });
