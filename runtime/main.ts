@@ -16,6 +16,9 @@ import { startGateway } from './serve.js';
 import { stopOnSignals } from './shutdown.js';
 import { MAINTENANCE_TIMEOUT_MS, StartupError, sweepHolder } from './services.js';
 import { startWorker, type WorkerCluster, type WorkerProcess } from './worker.js';
+import { createClusterClassSource } from './k8s/class-source.js';
+import { detectCluster, serverOf } from './k8s/cluster.js';
+import { K8sRoleMirror } from './k8s/role-mirror.js';
 
 const flagLine = (k: string) => {
   const f = FLAGS[k];
@@ -88,12 +91,21 @@ function version(): string {
   return `kslate ${pkg.version}\n`;
 }
 
-/** Classes and RBAC from the cluster, when there is one and no --classes was given. */
+/**
+ * Classes and RBAC from the cluster, when there is one (in-cluster service account or an
+ * explicit KUBECONFIG) and no --classes was given.
+ */
 async function workerCluster(cfg: Config, log: Logger, onChange: () => void): Promise<WorkerCluster | null> {
   if (cfg.classesDir) return null;
-  void log;
-  void onChange;
-  return null;
+  const kubeConfig = detectCluster();
+  if (!kubeConfig) return null;
+  const namespace = cfg.watchNamespace;
+  const classes = createClusterClassSource({ kubeConfig, namespace, log, onChange });
+  return {
+    classes,
+    roles: new K8sRoleMirror({ kubeConfig, namespace, listed: () => classes.listed() }),
+    describe: `SharedContext objects ${namespace ? `in namespace ${namespace}` : 'in every namespace'} at ${serverOf(kubeConfig)}`,
+  };
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -10,6 +10,13 @@ export interface ClassSource {
   manifests: ClassManifest[];
   /** Invalid manifests: while there are any, no class is marked gone (it may be one of them). */
   problems: string[];
+  /**
+   * Cluster sources: each invalid object by name. When given, an invalid manifest keeps only
+   * its own class as it was (not marked gone, the refusal in its status) instead of keeping
+   * every class from being marked gone: a directory's unparsable file may hold any class, a
+   * cluster object's name is known.
+   */
+  invalid?: { name: string; namespace: string; reason: string }[];
   /** Cluster sources: the uid of each SharedContext by `namespace/name`, for ownerReferences. */
   uids?: ReadonlyMap<string, string>;
   /** Cluster sources: tell each object how it was reconciled (status conditions). */
@@ -64,7 +71,13 @@ export async function reconcileClasses(db: Pick<SweepDb, 'listClasses' | 'applyC
   }
 
   const kindRefused = refused.filter((r) => !r.reason.startsWith('Duplicate')).map((r) => ({ name: r.name, reason: r.reason }));
-  const markGone = source.problems.length === 0;
+  // An invalid cluster object keeps its class's previous definition, like a refused kind change.
+  const liveNames = new Set(live.map((l) => l.name));
+  for (const bad of source.invalid ?? []) {
+    const holder = existing.get(bad.name);
+    if (!liveNames.has(bad.name) && (!holder || holder.namespace === bad.namespace)) kindRefused.push({ name: bad.name, reason: bad.reason });
+  }
+  const markGone = source.problems.length === 0 || source.invalid !== undefined;
   await db.applyClasses(live, kindRefused, markGone);
 
   // One line per change, not per sweep: applied (new, changed, back), gone, refused.

@@ -126,6 +126,7 @@ export function createClusterClassSource(opts: ClusterClassSourceOptions): Clust
 
     const manifests: ClassManifest[] = [];
     const problems: string[] = [];
+    const invalid: { name: string; namespace: string; reason: string }[] = [];
     const uids = new Map<string, string>();
     const objects: Listed[] = [];
     const nextSeen = new Map<string, number | undefined>();
@@ -152,11 +153,12 @@ export function createClusterClassSource(opts: ClusterClassSourceOptions): Clust
       else {
         obj.problems = result.problems;
         for (const p of result.problems) problems.push(`${namespace}/${name}: ${p}`);
+        invalid.push({ name, namespace, reason: `invalid manifest: ${result.problems.join('; ')}` });
       }
     }
     listed = new Set(objects.map((o) => `${o.namespace}/${o.name}`));
     seen = nextSeen;
-    return { manifests, problems, uids, report: (rec) => report(objects, rec) };
+    return { manifests, problems, invalid, uids, report: (rec) => report(objects, rec) };
   }
 
   function listHint(status: number | null): string {

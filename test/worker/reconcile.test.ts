@@ -240,6 +240,39 @@ describe('reconcileClasses', () => {
     expect((await row('fresh')).namespace).toBe('team-x');
   });
 
+  test('a cluster source names its invalid objects: only those keep their previous definition, the rest is reconciled (removed ones gone)', async () => {
+    const a = manifest('incident', 'team-a', baseSpec());
+    const b = manifest('other', 'team-a', baseSpec());
+    const c = manifest('third', 'team-b', baseSpec());
+    await reconcileClasses(db, source([a, b, c]), log);
+
+    // incident became invalid, other was deleted, third is unchanged.
+    const report = await reconcileClasses(
+      db,
+      {
+        manifests: [c],
+        problems: ['team-a/incident: spec.fields: must define at least one field'],
+        invalid: [{ name: 'incident', namespace: 'team-a', reason: 'invalid manifest: spec.fields: must define at least one field' }],
+      },
+      log,
+    );
+    expect(report.markedGone).toBe(true);
+    expect((await row('incident')).gone).toBe(false);
+    expect((await row('incident')).spec).toEqual(a.spec);
+    expect((await row('incident')).status).toEqual({ refused: 'invalid manifest: spec.fields: must define at least one field' });
+    expect((await row('other')).gone).toBe(true);
+    expect((await row('third')).gone).toBe(false);
+
+    // An invalid object in another namespace does not protect a class held elsewhere.
+    const r2 = await reconcileClasses(
+      db,
+      { manifests: [], problems: ['x'], invalid: [{ name: 'third', namespace: 'team-z', reason: 'invalid manifest: x' }] },
+      log,
+    );
+    expect(r2.markedGone).toBe(true);
+    expect((await row('third')).gone).toBe(true);
+  });
+
   test('a source with problems marks nothing gone that run but still applies the valid manifests', async () => {
     const a = manifest('incident', 'team-a', baseSpec());
     const b = manifest('other', 'team-a', baseSpec());
