@@ -13,10 +13,9 @@
  * An `exp` in the past is answered authenticated: false, as a real API server would.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { writeKubeconfig } from '../setup/kubeconfig.js';
 
 export const GATEWAY_SA_TOKEN = 'gateway-sa-token-for-the-fake';
 
@@ -137,31 +136,7 @@ export async function startFakeKube(): Promise<FakeKube> {
     });
   await listen(0);
   const port = (server!.address() as AddressInfo).port;
-  const dir = mkdtempSync(join(tmpdir(), 'kslate-kube-'));
-  const kubeconfig = join(dir, 'kubeconfig');
-  writeFileSync(
-    kubeconfig,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      'clusters:',
-      '- name: fake',
-      '  cluster:',
-      `    server: http://127.0.0.1:${port}`,
-      '    insecure-skip-tls-verify: true',
-      'users:',
-      '- name: kslate-gateway',
-      '  user:',
-      `    token: ${GATEWAY_SA_TOKEN}`,
-      'contexts:',
-      '- name: fake',
-      '  context:',
-      '    cluster: fake',
-      '    user: kslate-gateway',
-      'current-context: fake',
-      '',
-    ].join('\n'),
-  );
+  const { kubeconfig, dir } = writeKubeconfig(port, 'kslate-gateway', GATEWAY_SA_TOKEN);
   const stop = () =>
     new Promise<void>((resolve) => {
       server.close(() => resolve());

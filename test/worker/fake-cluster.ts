@@ -11,11 +11,10 @@
  * `fail()` makes matching requests answer an error; `endWatches()` closes every open watch.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { writeKubeconfig } from '../setup/kubeconfig.js';
 
 export const WORKER_TOKEN = 'worker-sa-token-for-the-fake';
 
@@ -238,32 +237,7 @@ export async function startFakeCluster(): Promise<FakeCluster> {
     server.listen(0, '127.0.0.1', () => resolve());
   });
   const port = (server!.address() as AddressInfo).port;
-  const dir = mkdtempSync(join(tmpdir(), 'kslate-cluster-'));
-  const kubeconfig = join(dir, 'kubeconfig');
-  writeFileSync(
-    kubeconfig,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      'clusters:',
-      '- name: fake',
-      '  cluster:',
-      `    server: http://127.0.0.1:${port}`,
-      // client-node refuses plain http unless told to skip TLS verification.
-      '    insecure-skip-tls-verify: true',
-      'users:',
-      '- name: kslate-worker',
-      '  user:',
-      `    token: ${WORKER_TOKEN}`,
-      'contexts:',
-      '- name: fake',
-      '  context:',
-      '    cluster: fake',
-      '    user: kslate-worker',
-      'current-context: fake',
-      '',
-    ].join('\n'),
-  );
+  const { kubeconfig, dir } = writeKubeconfig(port, 'kslate-worker', WORKER_TOKEN);
 
   const fake: FakeCluster = {
     port,

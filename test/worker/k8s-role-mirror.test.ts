@@ -4,11 +4,10 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
-import { parseManifest } from '../../handlers/class-schema.js';
-import type { ClassSpec } from '../../handlers/types.js';
 import { FIELD_MANAGER, K8sRoleMirror } from '../../runtime/k8s/role-mirror.js';
 import type { LiveClass } from '../../worker/sweep.js';
 import { startFakeCluster, type FakeCluster } from './fake-cluster.js';
+import { roleSpec } from './role-spec.js';
 
 let fake: FakeCluster;
 let kc: KubeConfig;
@@ -22,19 +21,7 @@ afterAll(async () => {
 });
 beforeEach(() => fake.reset());
 
-function spec(roles: Record<string, string[]>): ClassSpec {
-  const parsed = parseManifest({
-    apiVersion: 'kslate.dev/v1',
-    kind: 'SharedContext',
-    metadata: { name: 'x', namespace: 'team-a' },
-    spec: {
-      fields: { title: { kind: 'versioned' } },
-      roles: Object.fromEntries(Object.entries(roles).map(([r, subjects]) => [r, { subjects, read: ['*'] }])),
-    },
-  });
-  if (!parsed.ok) throw new Error(parsed.problems.join('; '));
-  return parsed.manifest.spec;
-}
+const spec = roleSpec;
 
 let n = 0;
 /** A class in its own namespace, so tests do not see each other's objects. */

@@ -3,24 +3,11 @@
  * class role with k8s-sa subjects, owned by the SharedContext.
  */
 import { expect, test } from 'vitest';
-import { parseManifest } from '../../handlers/class-schema.js';
-import type { ClassSpec } from '../../handlers/types.js';
 import { classOf, desiredRbac, MANAGED_SELECTOR, rbacName, rbacSubject } from '../../worker/rbac.js';
 import type { LiveClass } from '../../worker/sweep.js';
+import { roleSpec } from './role-spec.js';
 
-function spec(roles: Record<string, string[]>): ClassSpec {
-  const parsed = parseManifest({
-    apiVersion: 'kslate.dev/v1',
-    kind: 'SharedContext',
-    metadata: { name: 'x', namespace: 'team-a' },
-    spec: {
-      fields: { title: { kind: 'versioned' } },
-      roles: Object.fromEntries(Object.entries(roles).map(([r, subjects]) => [r, { subjects, read: ['*'] }])),
-    },
-  });
-  if (!parsed.ok) throw new Error(parsed.problems.join('; '));
-  return parsed.manifest.spec;
-}
+const spec = roleSpec;
 
 /** `uid: null` = the SharedContext's uid is unknown. */
 const live = (name: string, namespace: string, roles: Record<string, string[]>, uid: string | null = `uid-${name}`): LiveClass => ({
