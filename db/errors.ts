@@ -1,4 +1,4 @@
-import { SvcError } from '../handlers/errors.js';
+import { StorageFault } from './port.js';
 
 /** SQLSTATE classes and driver errors that mean "the database cannot be reached". */
 const UNREACHABLE_CODES = new Set([
@@ -56,27 +56,10 @@ export function classifyDbError(e: unknown): DbFault {
   return null;
 }
 
-/** Re-throw driver faults as the spec's 503 UNAVAILABLE (or MALFORMED for unstorable text); leave everything else alone. */
-export function toUnavailable(e: unknown, onSchemaMissing?: () => void): unknown {
+/** Re-throw driver faults as a StorageFault (the handlers map it to 503 UNAVAILABLE or 400 MALFORMED); leave everything else alone. */
+export function toStorageFault(e: unknown, onSchemaMissing?: () => void): unknown {
   const fault = classifyDbError(e);
-  if (fault === 'unreachable') {
-    return new SvcError('UNAVAILABLE', 'The database is unreachable; retry shortly (the gateway reconnects by itself).');
-  }
-  if (fault === 'timeout') {
-    return new SvcError(
-      'UNAVAILABLE',
-      'The database did not finish this request within its time budget (--db-timeout) and it was cancelled; retry shortly (a write that timed out may need a read first to see whether it applied).',
-    );
-  }
-  if (fault === 'data') {
-    return new SvcError(
-      'MALFORMED',
-      'The request holds a value the database cannot store (a NUL character, invalid Unicode or an integer out of range); remove it.',
-    );
-  }
-  if (fault === 'schema') {
-    onSchemaMissing?.();
-    return new SvcError('UNAVAILABLE', 'The database schema is missing and is being re-applied; retry shortly.');
-  }
-  return e;
+  if (fault === null) return e;
+  if (fault === 'schema') onSchemaMissing?.();
+  return new StorageFault(fault, e);
 }

@@ -288,3 +288,24 @@ export interface SweepDb {
   flagLapsedLeases(limit: number): Promise<number>;
   gauges(classes: string[], roles: RoleSubjects[]): Promise<WorkerGauges>;
 }
+
+/**
+ * A storage failure that is not the caller's fault (or only of what it sent): the database
+ * layer raises it, the handlers map it to the spec's answer (handlers/index.ts `asSvcError`),
+ * so the database layer never depends on the handlers.
+ * - `unreachable`: no connection (503 UNAVAILABLE)
+ * - `timeout`: the request's database budget ran out (503 UNAVAILABLE)
+ * - `data`: a value the database cannot store, e.g. a NUL character (400 MALFORMED)
+ * - `schema`: tables missing, being re-applied (503 UNAVAILABLE)
+ */
+export type StorageFaultKind = 'unreachable' | 'timeout' | 'data' | 'schema';
+
+export class StorageFault extends Error {
+  constructor(
+    readonly kind: StorageFaultKind,
+    override readonly cause?: unknown,
+  ) {
+    super(`database ${kind}: ${cause instanceof Error ? cause.message : String(cause ?? 'no detail')}`);
+    this.name = 'StorageFault';
+  }
+}

@@ -4,6 +4,7 @@
  * HTTP, MCP and gRPC all pass through.
  */
 import type { Ctx } from './context.js';
+import { StorageFault } from '../db/port.js';
 import { SvcError } from './errors.js';
 import { classes } from './classes.js';
 import { getClass } from './class.js';
@@ -187,7 +188,28 @@ export async function invoke<I>(
   }
 }
 
+/** The spec's answer to a storage fault (db/port.ts): what happened and what to do. */
+export function storageFaultError(f: StorageFault): SvcError {
+  switch (f.kind) {
+    case 'unreachable':
+      return new SvcError('UNAVAILABLE', 'The database is unreachable; retry shortly (the gateway reconnects by itself).');
+    case 'timeout':
+      return new SvcError(
+        'UNAVAILABLE',
+        'The database did not finish this request within its time budget (--db-timeout) and it was cancelled; retry shortly (a write that timed out may need a read first to see whether it applied).',
+      );
+    case 'data':
+      return new SvcError(
+        'MALFORMED',
+        'The request holds a value the database cannot store (a NUL character, invalid Unicode or an integer out of range); remove it.',
+      );
+    case 'schema':
+      return new SvcError('UNAVAILABLE', 'The database schema is missing and is being re-applied; retry shortly.');
+  }
+}
+
 export function asSvcError(e: unknown, ctx: Pick<Ctx, 'log' | 'requestId'>): SvcError {
+  if (e instanceof StorageFault) e = storageFaultError(e);
   if (e instanceof SvcError) {
     if (e.code === 'UNAVAILABLE') ctx.log.warn(e.message, { request_id: ctx.requestId });
     return e;

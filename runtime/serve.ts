@@ -12,6 +12,7 @@ import type { Config } from './config.js';
 import { startGrpc, type GrpcServer } from './grpc/server.js';
 import { createApp, healthz, readyz } from './http/app.js';
 import { listenHttp } from './http/listen.js';
+import { nodePeer } from './http/node-peer.js';
 import { createServices, PortInUseError, type Services } from './services.js';
 
 export interface Gateway {
@@ -89,7 +90,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
 
   let api: { server: Server; port: number };
   try {
-    api = await listen(createApp(services).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
+    api = await listen(createApp(services, nodePeer).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
   } catch (e) {
     throw await abandon(portInUse(e, cfg.listenPort, 'API port: --listen / KSLATE_LISTEN'));
   }

@@ -19,8 +19,9 @@ import { createMetrics, type PromMetrics } from './metrics.js';
 import { RejectedCredentialBudget } from './rate-limit.js';
 import { createSweeper, type Sweeper } from './sweeper.js';
 import { Readiness } from './readiness.js';
+import type { AppServices } from './request.js';
 
-export interface Services {
+export interface Services extends AppServices {
   cfg: Config;
   /** Requests' pool: every statement bounded by --db-timeout. */
   pool: pg.Pool;
@@ -161,6 +162,8 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     providers,
     budget: new RejectedCredentialBudget(),
     readiness,
+    trustProxy: cfg.trustProxy,
+    newId: randomUUID,
     async cursorKey() {
       if (key === null) {
         const k = await db.meta('cursor_key');
@@ -199,18 +202,3 @@ export function sweepHolder(): string {
   return `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
 }
 
-/** The per-request context handed to handlers. */
-export function makeCtx(s: Services, identity: Identity, scope: string | undefined, requestId: string = randomUUID()): Ctx {
-  return {
-    identity,
-    scope,
-    requestId,
-    now: () => new Date(),
-    log: s.log,
-    metrics: s.metrics,
-    classes: s.classes,
-    db: s.db,
-    cursorKey: () => s.cursorKey(),
-    trace: {},
-  };
-}

@@ -21,7 +21,7 @@ import type {
   SweepDb,
   WriteTx,
 } from '../port.js';
-import { toUnavailable } from '../errors.js';
+import { toStorageFault } from '../errors.js';
 import * as sweepSql from './sweep.js';
 import { notPurged } from './sweep.js';
 
@@ -158,12 +158,12 @@ export class PgDb implements Db, SweepDb {
     this.kysely = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
   }
 
-  /** Every port call goes through here: driver faults become 503 UNAVAILABLE. */
+  /** Every port call goes through here: driver faults become a StorageFault (the handlers answer 503 UNAVAILABLE). */
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (e) {
-      throw toUnavailable(e, this.onSchemaMissing);
+      throw toStorageFault(e, this.onSchemaMissing);
     }
   }
 

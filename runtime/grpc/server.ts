@@ -21,7 +21,7 @@ import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, protoPath as healthProtoPath, type ServingStatus } from 'grpc-health-check';
 import { MAX_BODY_BYTES, type RawBody } from '../../handlers/body.js';
 import { ERROR_TABLE, SvcError } from '../../handlers/errors.js';
-import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
+import { asSvcError, operations, type Operation } from '../../handlers/index.js';
 import type { Outcome } from '../../handlers/pipeline.js';
 import type { AppendInput } from '../../handlers/append.js';
 import type { CheckpointLoadInput } from '../../handlers/checkpoint-load.js';
@@ -30,8 +30,8 @@ import type { ClaimInput } from '../../handlers/claim.js';
 import type { GetInput } from '../../handlers/get.js';
 import type { PutInput } from '../../handlers/put.js';
 import type { QueryInput } from '../../handlers/query.js';
-import { authenticateRequest } from '../http/app.js';
-import { makeCtx, type Services } from '../services.js';
+import type { Services } from '../services.js';
+import { authenticateRequest, clientAddress, runRequest } from '../request.js';
 import { requestIdFrom } from '../http/env.js';
 import {
   appendResultMsg,
@@ -155,14 +155,31 @@ export async function startGrpc(
       const idMetadata = new grpc.Metadata();
       idMetadata.set('x-request-id', requestId);
       call.sendMetadata(idMetadata);
+      const r = await runRequest(
+        s,
+        {
+          address: peerAddress(call, s.trustProxy),
+          authorization: firstText(call.metadata, 'authorization'),
+          scope: firstText(call.metadata, 'x-svc-scope'),
+          requestId,
+        },
+        op,
+        () => {
+          const req = call.request;
+          if (!req.ok) throw new SvcError('MALFORMED', req.problem);
+          return build(req.msg, req.bytes > MAX_BODY_BYTES);
+        },
+        timed === undefined ? {} : { timed },
+      );
+      author = r.identity?.author;
+      if (!r.ok) {
+        const status = toGrpc(r.error, requestId);
+        callback(status);
+        logged(status.code ?? grpc.status.UNKNOWN, r.error.code);
+        return;
+      }
+      const out = r.out;
       try {
-        const identity = await authenticateRequest(s, peerAddress(call, s.cfg.trustProxy), firstText(call.metadata, 'authorization'));
-        author = identity.author;
-        const req = call.request;
-        if (!req.ok) throw new SvcError('MALFORMED', req.problem);
-        const input = build(req.msg, req.bytes > MAX_BODY_BYTES);
-        const ctx = makeCtx(s, identity, firstText(call.metadata, 'x-svc-scope'), requestId);
-        const out = await invoke(op, ctx, input, timed === undefined ? {} : { timed });
         let bytes: Buffer;
         try {
           bytes = method.responseSerialize(shape(out));
@@ -342,11 +359,11 @@ export async function startGrpc(
       if (refused) return;
       refused = true;
       const requestId = randomUUID();
-      authenticateRequest(s, peerAddress({ getPeer: () => call.getPeer(), metadata }, s.cfg.trustProxy), firstText(metadata, 'authorization'))
+      authenticateRequest(s, peerAddress({ getPeer: () => call.getPeer(), metadata }, s.trustProxy), firstText(metadata, 'authorization'))
         .then(() => {
           throw new SvcError('MALFORMED', `The request message is larger than ${MAX_BODY_BYTES} bytes (4 MiB); send a smaller one.`);
         })
-        .catch((e) => send(toGrpc(asSvcError(e, { log: s.log, requestId }), requestId) as Partial<grpc.StatusObject>));
+        .catch((e: unknown) => send(toGrpc(asSvcError(e, { log: s.log, requestId }), requestId) as Partial<grpc.StatusObject>));
     };
     return new grpc.ServerInterceptingCall(call, {
       start: (next) =>
@@ -608,16 +625,7 @@ function firstText(md: grpc.Metadata, key: string): string | undefined {
  * x-forwarded-for, as on HTTP.
  */
 export function peerAddress(call: { getPeer(): string; metadata: grpc.Metadata }, trustProxy: number): string {
-  let addr = hostOf(call.getPeer());
-  if (trustProxy > 0) {
-    const hops = (firstText(call.metadata, 'x-forwarded-for') ?? '')
-      .split(',')
-      .map((h) => h.trim())
-      .filter(Boolean);
-    const idx = hops.length - trustProxy;
-    if (idx >= 0 && hops[idx]) addr = hops[idx];
-  }
-  return addr || 'unknown';
+  return clientAddress(hostOf(call.getPeer()), firstText(call.metadata, 'x-forwarded-for'), trustProxy);
 }
 
 /** grpc-js peers are `<address>:<port>` (IPv6 unbracketed) or `unknown`. */

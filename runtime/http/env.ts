@@ -1,3 +1,5 @@
+import type { Context } from 'hono';
+import { clientAddress, type AppServices, type RequestMeta } from '../request.js';
 /** What the HTTP app keeps per request (Hono context variables), shared by the API routes and MCP. */
 export type AppEnv = {
   Variables: {
@@ -15,4 +17,17 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** The request id to use: a well-formed incoming X-Request-Id (so a proxy's id carries through), else a new one. */
 export function requestIdFrom(header: string | undefined, fresh: () => string): string {
   return header !== undefined && REQUEST_ID.test(header) ? header : fresh();
+}
+
+/** The peer address of a request as the runtime sees it (Node: the socket; Workers: cf-connecting-ip). */
+export type PeerAddress = (c: Context<AppEnv>) => string;
+
+/** The address, credential, scope and id of an HTTP request (HTTP/JSON and MCP). */
+export function requestMeta(c: Context<AppEnv>, s: AppServices, peer: PeerAddress): RequestMeta {
+  return {
+    address: clientAddress(peer(c), c.req.header('x-forwarded-for'), s.trustProxy),
+    authorization: c.req.header('authorization'),
+    scope: c.req.header('x-svc-scope'),
+    requestId: c.get('requestId'),
+  };
 }

@@ -14,9 +14,9 @@ import { asSvcError } from '../../handlers/index.js';
 import type { Identity } from '../../handlers/types.js';
 import { MAX_BODY_BYTES } from '../../handlers/body.js';
 import { SvcError } from '../../handlers/errors.js';
-import { authenticateRequest, clientAddress, readBody } from '../http/app.js';
-import { makeCtx, type Services } from '../services.js';
-import type { AppEnv } from '../http/env.js';
+import { readBody } from '../http/body.js';
+import { requestMeta, type AppEnv, type PeerAddress } from '../http/env.js';
+import { authenticateRequest, makeCtx, type AppServices } from '../request.js';
 import { callTool, TOOL_LIST, type ToolArgs } from './tools.js';
 
 export const MCP_PATH = '/mcp';
@@ -44,19 +44,25 @@ const INSTRUCTIONS = [
  * Mount `/mcp` on the API app: POST carries MCP messages; GET and DELETE answer 405, as a
  * stateless server offers no SSE stream and no session to end.
  */
-export function mountMcp(app: Hono<AppEnv>, s: Services): void {
-  app.post(MCP_PATH, (c) => withIdentity(c, s, (identity) => serveMcp(c, s, identity)));
-  app.on(['GET', 'DELETE'], MCP_PATH, (c) => withIdentity(c, s, async () => methodNotAllowed()));
+export function mountMcp(app: Hono<AppEnv>, s: AppServices, peer: PeerAddress): void {
+  app.post(MCP_PATH, (c) => withIdentity(c, s, peer, (identity) => serveMcp(c, s, identity)));
+  app.on(['GET', 'DELETE'], MCP_PATH, (c) => withIdentity(c, s, peer, async () => methodNotAllowed()));
 }
 
 /**
  * The credential check of every transport, before any MCP method: UNAUTHENTICATED (401) and
  * RATE_LIMITED (429) are plain HTTP answers with the error body, as on HTTP/JSON.
  */
-async function withIdentity(c: Context<AppEnv>, s: Services, next: (identity: Identity) => Promise<Response>): Promise<Response> {
+async function withIdentity(
+  c: Context<AppEnv>,
+  s: AppServices,
+  peer: PeerAddress,
+  next: (identity: Identity) => Promise<Response>,
+): Promise<Response> {
   let identity: Identity;
   try {
-    identity = await authenticateRequest(s, clientAddress(c, s.cfg.trustProxy), c.req.header('authorization'));
+    const meta = requestMeta(c, s, peer);
+    identity = await authenticateRequest(s, meta.address, meta.authorization);
   } catch (e) {
     const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') });
     c.set('errorCode', err.code);
@@ -67,7 +73,7 @@ async function withIdentity(c: Context<AppEnv>, s: Services, next: (identity: Id
 }
 
 /** One POST: a fresh server and stateless transport, answered as JSON, then both closed. */
-async function serveMcp(c: Context<AppEnv>, s: Services, identity: Identity): Promise<Response> {
+async function serveMcp(c: Context<AppEnv>, s: AppServices, identity: Identity): Promise<Response> {
   const scope = c.req.header('x-svc-scope');
   const raw = await readBody(c.req.raw, MAX_MCP_BODY_BYTES);
   if (raw.kind === 'too-large') return tooLarge();

@@ -43,3 +43,63 @@ test('worker/ (the sweep, also run from a Workers cron) imports no runtime, driv
   walk(root);
   expect(offenders).toEqual([]);
 });
+
+/** Every relative import of the source folders, file to file. */
+function importGraph(): Map<string, string[]> {
+  const root = join(import.meta.dirname, '../..');
+  const graph = new Map<string, string[]>();
+  const walk = (dir: string) => {
+    for (const e of readdirSync(join(root, dir), { withFileTypes: true })) {
+      const rel = `${dir}/${e.name}`;
+      if (e.isDirectory()) {
+        if (e.name !== 'generated') walk(rel);
+      } else if (e.name.endsWith('.ts')) {
+        const src = readFileSync(join(root, rel), 'utf8');
+        const deps: string[] = [];
+        for (const m of src.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"](\.[^'"]+)['"]/gm)) {
+          const target = join(dir, m[1]).replace(/\.js$/, '.ts');
+          deps.push(target);
+        }
+        graph.set(rel, deps);
+      }
+    }
+  };
+  for (const d of ['handlers', 'db', 'worker', 'runtime']) walk(d);
+  return graph;
+}
+
+test('the folders form a tower: db/ imports nothing above it, handlers/ only the db port, worker/ no runtime/', () => {
+  const graph = importGraph();
+  const above: Record<string, RegExp> = {
+    db: /^(handlers|worker|runtime)\//,
+    handlers: /^(worker|runtime)\/|^db\/(?!port\.ts$)/,
+    worker: /^runtime\/|^db\/(?!port\.ts$)/,
+  };
+  const offenders: string[] = [];
+  for (const [file, deps] of graph) {
+    const rule = above[file.split('/')[0]];
+    if (!rule) continue;
+    for (const d of deps) if (rule.test(d)) offenders.push(`${file} -> ${d}`);
+  }
+  expect(offenders).toEqual([]);
+});
+
+test('no import cycles between source files', () => {
+  const graph = importGraph();
+  const cycles: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (f: string) => {
+    state.set(f, 'open');
+    stack.push(f);
+    for (const d of graph.get(f) ?? []) {
+      if (!graph.has(d)) continue;
+      if (state.get(d) === 'open') cycles.push([...stack.slice(stack.indexOf(d)), d].join(' -> '));
+      else if (!state.has(d)) visit(d);
+    }
+    stack.pop();
+    state.set(f, 'done');
+  };
+  for (const f of graph.keys()) if (!state.has(f)) visit(f);
+  expect(cycles).toEqual([]);
+});

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { invoke, operations } from '../../handlers/index.js';
-import { makeCtx } from '../../runtime/services.js';
+import { makeCtx } from '../../runtime/request.js';
 import { incident } from '../fixtures/classes.js';
 import { startTestGateway, type TestGateway } from '../setup/gateway.js';
 

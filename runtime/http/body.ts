@@ -1,0 +1,63 @@
+/**
+ * Reading a request body within the limits (docs/api.md, Limits), for HTTP/JSON and MCP on
+ * every runtime: Web-standard Request in, the handlers' RawBody out.
+ */
+import { MAX_BODY_BYTES, type RawBody } from '../../handlers/body.js';
+
+/**
+ * The most of an oversized body that is read and discarded so that the client can read the
+ * 400 (docs/api.md, Limits). Closing a connection with unread data makes the kernel reset it,
+ * and a client that is still sending (or sends everything before reading) then sees a broken
+ * pipe instead of the answer. Beyond this the connection is closed without reading on.
+ */
+export const MAX_DRAIN_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Read at most `limit` (4 MiB); a larger body is marked so the handler answers MALFORMED at its step.
+ * The rest of a larger body is read and discarded (up to MAX_DRAIN_BYTES in all, within
+ * --request-timeout), never kept, so the answer comes after the client has sent everything.
+ */
+export async function readBody(req: Request, limit: number = MAX_BODY_BYTES): Promise<RawBody> {
+  const tooLarge = { kind: 'too-large', limit } as const;
+  const declared = Number(req.headers.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > MAX_DRAIN_BYTES) return tooLarge;
+  if (!req.body) return { kind: 'none' };
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    let next: ReadableStreamReadResult<Uint8Array>;
+    try {
+      next = await reader.read();
+    } catch (e) {
+      // The client went away (or the request timed out) while an oversized body was drained.
+      if (total > limit) return tooLarge;
+      throw e;
+    }
+    if (next.done) break;
+    total += next.value.byteLength;
+    if (total > MAX_DRAIN_BYTES) {
+      await reader.cancel().catch(() => undefined);
+      return tooLarge;
+    }
+    if (total > limit) {
+      chunks.length = 0;
+      continue;
+    }
+    chunks.push(next.value);
+  }
+  if (total > limit) return tooLarge;
+  if (total === 0) return { kind: 'none' };
+  const buf = new Uint8Array(total);
+  let off = 0;
+  for (const ch of chunks) {
+    buf.set(ch, off);
+    off += ch.byteLength;
+  }
+  try {
+    return { kind: 'text', text: new TextDecoder('utf-8', { fatal: true }).decode(buf) };
+  } catch {
+    // A decoder that replaced bad bytes with U+FFFD would store a value nobody sent.
+    return { kind: 'invalid', reason: 'The request body is not valid UTF-8; send JSON encoded as UTF-8.' };
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The one request lifecycle every transport runs (HTTP/JSON, MCP, gRPC; on Node and on
+ * Workers): authenticate (with the rejected-credential budget), build the handler context,
+ * invoke the operation, map any error to the spec's SvcError. Transports only decode what
+ * arrived and encode what comes back.
+ *
+ * `AppServices` is the seam a runtime adapter fills (docs/runtimes.md): nothing here imports
+ * a Node module, a driver or a transport.
+ */
+import type { Db } from '../db/port.js';
+import type { ClassRegistry } from '../handlers/class-registry.js';
+import type { Ctx, Logger, Metrics } from '../handlers/context.js';
+import { SvcError } from '../handlers/errors.js';
+import { asSvcError, invoke, type Operation } from '../handlers/index.js';
+import type { Outcome } from '../handlers/pipeline.js';
+import type { Identity, IdentityProvider } from '../handlers/types.js';
+import { authenticate } from './identity/index.js';
+
+/** What answering a request needs, whatever the runtime. */
+export interface AppServices {
+  db: Db;
+  classes: ClassRegistry;
+  metrics: Metrics;
+  log: Logger;
+  providers: IdentityProvider[];
+  /** The rejected-credential budget per client address (429 RATE_LIMITED). */
+  budget: { isExhausted(address: string): boolean; spend(address: string): void };
+  readiness: { check(): Promise<{ ready: true } | { ready: false; message: string }> };
+  /** Proxy hops to trust in X-Forwarded-For for the client address. */
+  trustProxy: number;
+  cursorKey(): Promise<string>;
+  /** A fresh request id when the client sent none. */
+  newId(): string;
+}
+
+/** What a transport read off the request before decoding its input. */
+export interface RequestMeta {
+  /** The client address (see clientAddress), for the rejected-credential budget. */
+  address: string;
+  authorization: string | undefined;
+  scope: string | undefined;
+  requestId: string;
+}
+
+/**
+ * The client address: the peer's, or with `trustProxy` N the entry N hops back in
+ * X-Forwarded-For (the last N entries were added by proxies we trust).
+ */
+export function clientAddress(peer: string, forwardedFor: string | undefined, trustProxy: number): string {
+  let addr = peer;
+  if (trustProxy > 0) {
+    const hops = (forwardedFor ?? '')
+      .split(',')
+      .map((h) => h.trim())
+      .filter(Boolean);
+    const idx = hops.length - trustProxy;
+    if (idx >= 0 && hops[idx]) addr = hops[idx];
+  }
+  return addr || 'unknown';
+}
+
+/**
+ * Credentials first: a spent budget answers 429 before any check, every 401 spends it. Both
+ * are counted in svc_rejections_total (fixed labels: no class, field or role is known yet);
+ * the access log line of the request records them, never the credential.
+ */
+export async function authenticateRequest(s: AppServices, address: string, authorization: string | undefined): Promise<Identity> {
+  if (s.budget.isExhausted(address)) {
+    s.metrics.rejection('', '', '', 'rate_limited');
+    throw new SvcError('RATE_LIMITED', 'Too many rejected credentials from your address; wait a few seconds and retry with a valid token.');
+  }
+  try {
+    return await authenticate(s.providers, authorization);
+  } catch (e) {
+    if (e instanceof SvcError && e.code === 'UNAUTHENTICATED') {
+      s.budget.spend(address);
+      s.metrics.rejection('', '', '', 'unauthenticated');
+    }
+    throw e;
+  }
+}
+
+/** The per-request context handed to handlers. */
+export function makeCtx(s: AppServices, identity: Identity, scope: string | undefined, requestId: string = s.newId()): Ctx {
+  return {
+    identity,
+    scope,
+    requestId,
+    now: () => new Date(),
+    log: s.log,
+    metrics: s.metrics,
+    classes: s.classes,
+    db: s.db,
+    cursorKey: () => s.cursorKey(),
+    trace: {},
+  };
+}
+
+export type RequestResult =
+  | { ok: true; identity: Identity; out: Outcome }
+  /** `identity` is absent when the credential was refused. */
+  | { ok: false; identity?: Identity; error: SvcError };
+
+/**
+ * One request: authenticate, decode (after the credential check, so an anonymous caller
+ * learns nothing from input errors), build the context, invoke, and map any error.
+ */
+export async function runRequest<I>(
+  s: AppServices,
+  meta: RequestMeta,
+  op: Operation<I>,
+  decode: () => I | Promise<I>,
+  opts: { timed?: boolean } = {},
+): Promise<RequestResult> {
+  let identity: Identity | undefined;
+  try {
+    identity = await authenticateRequest(s, meta.address, meta.authorization);
+    const input = await decode();
+    const out = await invoke(op, makeCtx(s, identity, meta.scope, meta.requestId), input, opts);
+    return { ok: true, identity, out };
+  } catch (e) {
+    return { ok: false, identity, error: asSvcError(e, { log: s.log, requestId: meta.requestId }) };
+  }
+}
