@@ -94,7 +94,7 @@ const appendOp: WriteOp<AppendBody> = {
       history: { op: 'append', expected_version: null },
     });
     ctx.metrics.write(access.cls.name, field, 'applied');
-    return { status: res.created ? 201 : 200, body: { record: access.record, field, seq, record_version: res.record_version } };
+    return { created: res.created, body: { record: access.record, field, seq, record_version: res.record_version } };
   },
 };
 

@@ -45,7 +45,6 @@ export async function checkpointLoad(ctx: Ctx, input: CheckpointLoadInput): Prom
     .sort((a, b) => a.record_version - b.record_version)
     .map((f) => ({ field: f.name, version: f.version, author: f.author, evidence: f.evidence }));
   return {
-    status: 200,
     body: {
       record: access.record,
       role: roleName,

@@ -72,7 +72,6 @@ export async function checkpointSave(ctx: Ctx, input: CheckpointSaveInput): Prom
   if (!res) throw new SvcError('NOT_FOUND', `Record ${access.record} does not exist; checkpoints need an existing record.`, where);
   ctx.metrics.checkpoint(access.cls.name, role);
   return {
-    status: 200,
     body: { record: access.record, role, checkpoint_id: res.checkpoint_id, record_version: res.record_version },
   };
 }

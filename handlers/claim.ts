@@ -146,7 +146,7 @@ const claimOp: WriteOp<ClaimBody> = {
     body.version = version;
     body.record_version = res.record_version;
     if (tookOverFrom) body.took_over_from = tookOverFrom;
-    return { status: res.created ? 201 : 200, body };
+    return { created: res.created, body };
   },
 };
 

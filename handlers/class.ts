@@ -7,7 +7,6 @@ export async function getClass(ctx: Ctx, input: { name: string; params?: readonl
   checkParams(input.params, [], { class: input.name }, 'class');
   const s = cls.spec;
   return {
-    status: 200,
     body: {
       name: cls.name,
       namespace: cls.namespace,

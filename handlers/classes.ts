@@ -10,5 +10,5 @@ export async function classes(ctx: Ctx, input: { params?: readonly string[] } = 
     .filter((c) => rolesOf(c, ctx.identity.author).length > 0)
     .sort((a, b) => a.name.localeCompare(b.name))
     .map((c) => (c.gone ? { name: c.name, gone: true } : { name: c.name }));
-  return { status: 200, body: { classes: mine } };
+  return { body: { classes: mine } };
 }

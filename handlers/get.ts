@@ -98,5 +98,5 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
   await recordReads(ctx, input.class, shown.map((f) => ({ rid: input.id, field: f.name, version: f.version })));
   const body: Record<string, unknown> = { record: access.record, record_version: row.record_version, fields };
   if (omitted.length > 0) body.omitted_fields = omitted;
-  return { status: 200, body };
+  return { body };
 }

@@ -59,7 +59,7 @@ export async function history(ctx: Ctx, input: HistoryInput): Promise<Outcome> {
   if (more && page.length > 0) {
     body.next_before = await encodeCursor(key, { t: 'before', b: binding, p: page[page.length - 1].seq });
   }
-  return { status: 200, body };
+  return { body };
 }
 
 export function parseLimit(

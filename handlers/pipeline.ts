@@ -23,9 +23,13 @@ import { strengthAtLeast } from './strength.js';
 import { inferPremises, INFERENCE_WINDOW_SECONDS, recordReads } from './inference.js';
 import type { FieldDef, Strength } from './types.js';
 
-/** What a handler returns; transports turn it into their own response. */
+/**
+ * What a handler returns; transports turn it into their own response (HTTP: 201 when
+ * `created`, else 200; gRPC: the `created` flag of the result message; MCP: the body).
+ */
 export interface Outcome {
-  status: number;
+  /** The write created the record. */
+  created?: boolean;
   body: Record<string, unknown>;
 }
 

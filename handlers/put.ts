@@ -175,7 +175,7 @@ const putOp: WriteOp<PutBody> = {
     });
     ctx.metrics.write(access.cls.name, field, 'applied');
     return {
-      status: res.created ? 201 : 200,
+      created: res.created,
       body: { record: access.record, field, version, record_version: res.record_version },
     };
   },

@@ -87,5 +87,5 @@ export async function query(ctx: Ctx, input: QueryInput): Promise<Outcome> {
     input.class,
     rows.flatMap((r) => r.fields.map((f) => ({ rid: r.rid, field: f.name, version: f.version }))),
   );
-  return { status: 200, body };
+  return { body };
 }

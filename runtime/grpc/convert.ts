@@ -187,15 +187,15 @@ export function recordMsg(r: Obj): RecordMsg {
   return { record: str(r.record) ?? '', record_version: num(r.record_version), fields, omitted_fields: omitted };
 }
 
-export function writeResultMsg({ status, body }: Outcome): WriteResult {
-  return { record: str(body.record), field: str(body.field), version: num(body.version), record_version: num(body.record_version), created: status === 201 };
+export function writeResultMsg({ created, body }: Outcome): WriteResult {
+  return { record: str(body.record), field: str(body.field), version: num(body.version), record_version: num(body.record_version), created: created === true };
 }
 
-export function appendResultMsg({ status, body }: Outcome): AppendResult {
-  return { record: str(body.record), field: str(body.field), seq: num(body.seq), record_version: num(body.record_version), created: status === 201 };
+export function appendResultMsg({ created, body }: Outcome): AppendResult {
+  return { record: str(body.record), field: str(body.field), seq: num(body.seq), record_version: num(body.record_version), created: created === true };
 }
 
-export function claimResultMsg({ status, body }: Outcome): ClaimResult {
+export function claimResultMsg({ created, body }: Outcome): ClaimResult {
   return {
     record: str(body.record),
     field: str(body.field),
@@ -204,7 +204,7 @@ export function claimResultMsg({ status, body }: Outcome): ClaimResult {
     version: num(body.version),
     record_version: num(body.record_version),
     ...optional('took_over_from', body.took_over_from),
-    created: status === 201,
+    created: created === true,
   };
 }
 

@@ -108,6 +108,6 @@ async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: P
     c.set('errorCode', r.error.code);
     return c.json(r.error.body(), r.error.status as 400);
   }
-  return c.json(r.out.body, r.out.status as 200);
+  return c.json(r.out.body, r.out.created ? 201 : 200);
 }
 

@@ -147,12 +147,12 @@ describe('HTTP bodies as response messages', () => {
     expect(structToJson(f.entries[1].invocation!)).toStrictEqual({ tool: 'x' });
   });
 
-  it('claim: created from 201, owner absent after a release', () => {
-    expect(claimResultMsg({ status: 201, body: { record: 'c/1', field: 'job', owner: 'apikey:a', lease_expires_at: 't', version: 1, record_version: 1 } })).toMatchObject({
+  it('claim: created from the outcome, owner absent after a release', () => {
+    expect(claimResultMsg({ created: true, body: { record: 'c/1', field: 'job', owner: 'apikey:a', lease_expires_at: 't', version: 1, record_version: 1 } })).toMatchObject({
       created: true,
       owner: 'apikey:a',
     });
-    const released = claimResultMsg({ status: 200, body: { record: 'c/1', field: 'job', version: 2, record_version: 2 } });
+    const released = claimResultMsg({ created: false, body: { record: 'c/1', field: 'job', version: 2, record_version: 2 } });
     expect(released.created).toBe(false);
     expect('owner' in released).toBe(false);
     expect('took_over_from' in released).toBe(false);
@@ -160,7 +160,6 @@ describe('HTTP bodies as response messages', () => {
 
   it('checkpoint load: a null document is an unset Struct; null author/evidence are absent', () => {
     const r = checkpointLoadResultMsg({
-      status: 200,
       body: { record: 'c/1', role: 'r', document: null, record_version: 0, changed_fields: [{ field: 'f', version: 1, author: 'apikey:a', evidence: null }] },
     });
     expect(r.document).toBeNull();
