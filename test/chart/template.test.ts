@@ -347,8 +347,11 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       }
       for (const d of [GATEWAY, WORKER]) expect(container(find(objs, 'Deployment', d)).securityContext.runAsUser).toBe(10001);
     });
-    test('the gateway outlives its 25 s drain', () => {
-      expect(find(render(v), 'Deployment', GATEWAY).spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(25);
+    test('the gateway outlives its preStop pause plus its 25 s drain', () => {
+      const gw = find(render(v), 'Deployment', GATEWAY);
+      const pause = container(gw).lifecycle.preStop.exec.command;
+      expect(pause).toEqual(['node', '-e', 'setTimeout(() => {}, 5000)']);
+      expect(gw.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(5 + 25);
     });
     test('image: tag defaults to the appVersion; repository, tag, pullPolicy and pullSecrets from values', () => {
       for (const w of workloads(render(v)).filter((o) => o.kind === 'Deployment')) {
