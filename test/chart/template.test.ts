@@ -4,6 +4,8 @@
  */
 import { describe, expect, test } from 'vitest';
 import { find, HELM_VERSIONS, NAMESPACE, ofKind, render, renderError, type K8sObject } from './render.js';
+import { parseManifest } from '../../handlers/class-schema.js';
+import { validateAgainstCrd } from './crd.js';
 
 const GATEWAY = 'rel-kslate-gateway';
 const WORKER = 'rel-kslate-worker';
@@ -216,8 +218,9 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
   describe('worker RBAC', () => {
     const rules = [
       { apiGroups: ['kslate.dev'], resources: ['sharedcontexts'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: ['kslate.dev'], resources: ['sharedcontexts/status'], verbs: ['get', 'patch', 'update'] },
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+      // Exactly what the worker calls (docs/worker-cluster.md), nothing more.
+      { apiGroups: ['kslate.dev'], resources: ['sharedcontexts/status'], verbs: ['patch'] },
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: ['get', 'list', 'create', 'patch', 'delete'] },
     ];
     test('watchNamespace empty: a ClusterRole and ClusterRoleBinding, no Role', () => {
       const objs = render(v);
@@ -315,6 +318,12 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       expect(subjects).toEqual(['k8s-sa:kslate-example/responder', 'k8s-sa:kslate-example/reviewer']);
       const sas = ofKind(objs, 'ServiceAccount').filter((s) => s.metadata.namespace === 'kslate-example');
       expect(sas.map((s) => `k8s-sa:${s.metadata.namespace}/${s.metadata.name}`).sort()).toEqual(subjects.sort());
+    });
+    test('the example SharedContext passes the CRD schema and the validation `kslate classes check` runs', () => {
+      const sc = find(render(v, ['example']), 'SharedContext', 'incident');
+      expect(validateAgainstCrd(sc)).toEqual({ ok: true });
+      const parsed = parseManifest({ apiVersion: sc.apiVersion, kind: sc.kind, metadata: { name: sc.metadata.name, namespace: sc.metadata.namespace }, spec: sc.spec });
+      expect(parsed.ok ? [] : parsed.problems).toEqual([]);
     });
     test('createNamespace false: no Namespace; another namespace is followed everywhere', () => {
       const objs = render(v, ['example'], { 'example.createNamespace': false, 'example.namespace': 'team-a' });
