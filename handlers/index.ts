@@ -41,6 +41,10 @@ export interface Operation<I = any> {
   handler: Handler<I>;
   /** Translate an HTTP request into the handler's input: names only, no checks. */
   fromHttp(req: HttpInput): I;
+  /** The RPC of svc.v1.SvcService that carries it; absent = not on gRPC (decisions §7). */
+  grpc?: string;
+  /** The MCP tool that carries it, and the `action` argument that selects it when one tool carries two. */
+  mcp?: { tool: string; action?: string };
 }
 
 const op = <I>(o: Operation<I>) => o;
@@ -79,6 +83,8 @@ export const operations = {
   }),
   get: op<GetInput>({
     name: 'get',
+    grpc: 'Get',
+    mcp: { tool: 'svc_get' },
     method: 'GET',
     path: '/v1/records/:class/:id',
     write: false,
@@ -94,6 +100,8 @@ export const operations = {
   }),
   query: op<QueryInput>({
     name: 'query',
+    grpc: 'Query',
+    mcp: { tool: 'svc_query' },
     method: 'GET',
     path: '/v1/records/:class',
     write: false,
@@ -103,24 +111,30 @@ export const operations = {
       return { class: params.class, filters, limit, after, params: names };
     },
   }),
-  checkpointLoad: op<CheckpointLoadInput>({
-    name: 'checkpointLoad',
-    method: 'GET',
-    path: '/v1/records/:class/:id/checkpoint',
-    write: false,
-    handler: checkpointLoad,
-    fromHttp: ({ params, query: q, names }) => ({ class: params.class, id: params.id, role: q.role, params: names }),
-  }),
   checkpointSave: op<CheckpointSaveInput>({
     name: 'checkpointSave',
+    grpc: 'CheckpointSave',
+    mcp: { tool: 'svc_checkpoint', action: 'save' },
     method: 'PUT',
     path: '/v1/records/:class/:id/checkpoint',
     write: true,
     handler: checkpointSave,
     fromHttp: ({ params, body, names }) => ({ class: params.class, id: params.id, body, params: names }),
   }),
+  checkpointLoad: op<CheckpointLoadInput>({
+    name: 'checkpointLoad',
+    grpc: 'CheckpointLoad',
+    mcp: { tool: 'svc_checkpoint', action: 'load' },
+    method: 'GET',
+    path: '/v1/records/:class/:id/checkpoint',
+    write: false,
+    handler: checkpointLoad,
+    fromHttp: ({ params, query: q, names }) => ({ class: params.class, id: params.id, role: q.role, params: names }),
+  }),
   claim: op<ClaimInput>({
     name: 'claim',
+    grpc: 'Claim',
+    mcp: { tool: 'svc_claim' },
     method: 'PUT',
     path: '/v1/records/:class/:id/fields/:field/claim',
     write: true,
@@ -129,6 +143,8 @@ export const operations = {
   }),
   append: op<AppendInput>({
     name: 'append',
+    grpc: 'Append',
+    mcp: { tool: 'svc_append' },
     method: 'POST',
     path: '/v1/records/:class/:id/fields/:field/entries',
     write: true,
@@ -137,6 +153,8 @@ export const operations = {
   }),
   put: op<PutInput>({
     name: 'put',
+    grpc: 'Put',
+    mcp: { tool: 'svc_put' },
     method: 'PUT',
     path: '/v1/records/:class/:id/fields/:field',
     write: true,

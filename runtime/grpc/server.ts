@@ -124,6 +124,9 @@ export async function startGrpc(
     return { code, details: message, metadata };
   };
 
+  type Codec = { build: (msg: any, oversized: boolean) => unknown; shape: (out: Outcome) => object };
+  const codec = <T, I>(build: (msg: T, oversized: boolean) => I, shape: (out: Outcome) => object): Codec => ({ build, shape });
+
   /**
    * One RPC: authenticate, build the handler input, invoke, encode. The response is
    * serialized here (the method's serializer passes Buffers through) so that a failure to
@@ -217,11 +220,11 @@ export async function startGrpc(
   ) as unknown as grpc.ServiceDefinition;
 
   const m = (name: string): MethodDefinition<object, object> => service[name];
-  const implementation: grpc.UntypedServiceImplementation = {
-    Get: rpc<GetRequest__Output, GetInput>(
-      m('Get'),
-      operations.get,
-      undefined,
+  // How each operation's input is built from its request message and its outcome shaped
+  // into the response message; which RPC carries which operation is declared once, on the
+  // operation (handlers/index.ts `grpc`), and the method table is built from that.
+  const codecs: Record<string, Codec> = {
+    get: codec<GetRequest__Output, GetInput>(
       (msg, oversized) => {
         refuseOversizedRead(oversized);
         return {
@@ -233,10 +236,7 @@ export async function startGrpc(
       },
       (out) => recordMsg(out.body),
     ),
-    Put: rpc<PutRequest__Output, PutInput>(
-      m('Put'),
-      operations.put,
-      true,
+    put: codec<PutRequest__Output, PutInput>(
       (msg, oversized) => {
         return {
           ...splitRecord(msg.record),
@@ -255,10 +255,7 @@ export async function startGrpc(
       },
       writeResultMsg,
     ),
-    Append: rpc<AppendRequest__Output, AppendInput>(
-      m('Append'),
-      operations.append,
-      true,
+    append: codec<AppendRequest__Output, AppendInput>(
       (msg, oversized) => {
         return {
           ...splitRecord(msg.record),
@@ -276,10 +273,7 @@ export async function startGrpc(
       },
       appendResultMsg,
     ),
-    Claim: rpc<ClaimRequest__Output, ClaimInput>(
-      m('Claim'),
-      operations.claim,
-      true,
+    claim: codec<ClaimRequest__Output, ClaimInput>(
       (msg, oversized) => {
         return {
           ...splitRecord(msg.record),
@@ -296,10 +290,7 @@ export async function startGrpc(
       },
       claimResultMsg,
     ),
-    CheckpointSave: rpc<CheckpointSaveRequest__Output, CheckpointSaveInput>(
-      m('CheckpointSave'),
-      operations.checkpointSave,
-      true,
+    checkpointSave: codec<CheckpointSaveRequest__Output, CheckpointSaveInput>(
       (msg, oversized) => ({
         ...splitRecord(msg.record),
         body: oversized
@@ -308,20 +299,14 @@ export async function startGrpc(
       }),
       checkpointSaveResultMsg,
     ),
-    CheckpointLoad: rpc<CheckpointLoadRequest__Output, CheckpointLoadInput>(
-      m('CheckpointLoad'),
-      operations.checkpointLoad,
-      undefined,
+    checkpointLoad: codec<CheckpointLoadRequest__Output, CheckpointLoadInput>(
       (msg, oversized) => {
         refuseOversizedRead(oversized);
         return { ...splitRecord(msg.record), ...(msg.role !== undefined ? { role: msg.role } : {}) };
       },
       checkpointLoadResultMsg,
     ),
-    Query: rpc<QueryRequest__Output, QueryInput>(
-      m('Query'),
-      operations.query,
-      undefined,
+    query: codec<QueryRequest__Output, QueryInput>(
       (msg, oversized) => {
         refuseOversizedRead(oversized);
         return {
@@ -335,6 +320,15 @@ export async function startGrpc(
       queryResultMsg,
     ),
   };
+  const implementation: grpc.UntypedServiceImplementation = {};
+  for (const op of Object.values(operations) as Operation[]) {
+    if (!op.grpc) continue;
+    const c = codecs[op.name];
+    if (!c || !service[op.grpc]) throw new Error(`operation ${op.name} declares RPC ${op.grpc}, which has no codec or is not in ${SERVICE_NAME}`);
+    implementation[op.grpc] = rpc(m(op.grpc), op, op.write ? true : undefined, c.build, c.shape);
+  }
+  const unserved = Object.keys(service).filter((name) => !implementation[name]);
+  if (unserved.length > 0) throw new Error(`RPCs of ${SERVICE_NAME} that no operation declares: ${unserved.join(', ')}`);
 
   /**
    * grpc-js answers a message over MAX_RECEIVE_BYTES itself, with RESOURCE_EXHAUSTED and no

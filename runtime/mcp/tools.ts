@@ -131,6 +131,13 @@ function filtersOf(args: ToolArgs, cls: string): Record<string, string> {
   return out;
 }
 
+/** The `action` values the operation table declares for a tool that carries several operations. */
+function actionsOf(tool: string): [string, ...string[]] {
+  const actions = (Object.values(operations) as Operation[]).flatMap((o) => (o.mcp?.tool === tool && o.mcp.action ? [o.mcp.action] : []));
+  if (actions.length === 0) throw new Error(`no operation declares an action of ${tool}`);
+  return actions as [string, ...string[]];
+}
+
 // ---- schemas (for the client; never enforced here) --------------------------------------
 
 const d = v.description;
@@ -304,7 +311,7 @@ export const TOOLS: readonly ToolDef[] = [
     ].join(' '),
     schema: v.strictObject({
       record,
-      action: v.pipe(v.picklist(['save', 'load']), d('"save" your progress or "load" the last saved one.')),
+      action: v.pipe(v.picklist(actionsOf('svc_checkpoint')), d('"save" your progress or "load" the last saved one.')),
       document: v.optional(v.pipe(v.looseObject({}), d('save: the progress document, with every section the class requires.'))),
       role: v.optional(v.pipe(v.string(), d('load: which of your roles (only when you hold several).'))),
     }),
@@ -353,6 +360,17 @@ export const TOOLS: readonly ToolDef[] = [
 ];
 
 const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
+
+/**
+ * The tools are the ones the operation table declares (handlers/index.ts `mcp`), no more and
+ * no fewer: a tool nobody declares, or a declared one missing here, stops the start.
+ */
+const declared = new Set((Object.values(operations) as Operation[]).flatMap((o) => (o.mcp ? [o.mcp.tool] : [])));
+const undeclared = TOOLS.map((t) => t.name).filter((n) => !declared.has(n));
+const missing = [...declared].filter((n) => !BY_NAME.has(n));
+if (undeclared.length > 0 || missing.length > 0) {
+  throw new Error(`MCP tools and the operation table disagree: not declared ${JSON.stringify(undeclared)}, not defined ${JSON.stringify(missing)}`);
+}
 
 /** The tools/list answer; schemas are converted once. */
 export const TOOL_LIST: Tool[] = TOOLS.map((t) => ({
