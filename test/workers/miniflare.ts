@@ -66,7 +66,8 @@ export async function startWorker(bindings: Record<string, string>): Promise<Tes
     scriptPath,
     compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: ['nodejs_compat'],
-    bindings,
+    // The access log of every request would drown the test output; warnings still show.
+    bindings: { KSLATE_LOG_LEVEL: 'warn', ...bindings },
     host: '127.0.0.1',
     port: 0,
   });
