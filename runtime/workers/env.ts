@@ -24,7 +24,7 @@ export interface WorkersEnv {
   KSLATE_CLASSES?: string;
   /** Statement, lock and idle-transaction budget, as --db-timeout (default 10s). */
   KSLATE_DB_TIMEOUT?: string;
-  /** Time budget of one cron sweep, as --sweep-budget (default 20s). */
+  /** Time budget of one cron sweep, as --sweep-budget (default: the sweep's 30s). */
   KSLATE_SWEEP_BUDGET?: string;
   /** debug | info | warn | error (default info). */
   KSLATE_LOG_LEVEL?: string;
