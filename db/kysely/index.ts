@@ -82,12 +82,15 @@ class TimeoutSafeClient extends pg.Client {
   }
 }
 
-export function createPool(opts: PgOptions): pg.Pool {
+/**
+ * The pool settings of `createPool` without the client class: also what the Workers adapter
+ * gives `@neondatabase/serverless`'s pg-compatible Pool.
+ */
+export function poolConfig(opts: PgOptions): pg.PoolConfig {
   const timeoutMs = Math.max(1, Math.round(opts.timeoutMs ?? 10_000));
-  const pool = new pg.Pool({
+  return {
     connectionString: opts.connectionString,
     max: opts.max ?? 20,
-    Client: TimeoutSafeClient,
     connectionTimeoutMillis: Math.min(5_000, timeoutMs),
     idleTimeoutMillis: 30_000,
     statement_timeout: timeoutMs,
@@ -96,7 +99,11 @@ export function createPool(opts: PgOptions): pg.Pool {
     // After the server's own timeouts, so a live server answers 57014/55P03 first.
     query_timeout: timeoutMs + 1_000,
     types,
-  });
+  };
+}
+
+export function createPool(opts: PgOptions): pg.Pool {
+  const pool = new pg.Pool({ ...poolConfig(opts), Client: TimeoutSafeClient });
   // An idle client losing its server emits 'error' on the pool; without a listener Node
   // would crash. The pool replaces the client on next use, which is how we recover.
   pool.on('error', (e) => opts.onPoolError?.(e));

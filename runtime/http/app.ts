@@ -6,16 +6,17 @@ import { Hono, type Context } from 'hono';
 import type { RawBody } from '../../handlers/body.js';
 import { SvcError } from '../../handlers/errors.js';
 import { asSvcError, operations, type Operation } from '../../handlers/index.js';
-import { MCP_METHODS, MCP_PATH, mountMcp } from '../mcp/server.js';
+import { MCP_METHODS, MCP_PATH, mountMcp, type McpOptions } from '../mcp/server.js';
 import { runRequest, type AppServices } from '../request.js';
 import { readBody } from './body.js';
 import { requestIdFrom, requestMeta, type AppEnv, type PeerAddress } from './env.js';
 
 /**
  * The HTTP/JSON and MCP app over any runtime's services; `peer` gives the client's address,
- * `readiness` answers /readyz.
+ * `readiness` answers /readyz; `opts.mcp` is what a runtime changes about MCP (Workers: the
+ * JSON-schema validator).
  */
-export function createApp(s: AppServices, peer: PeerAddress): Hono<AppEnv> {
+export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOptions } = {}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   // Every request: an id (X-Request-Id, echoed back) and one access-log line at info with
@@ -53,7 +54,7 @@ export function createApp(s: AppServices, peer: PeerAddress): Hono<AppEnv> {
     app.on(op.method, op.path, (c) => handle(c, s, op, peer));
     route(op.method, op.path);
   }
-  mountMcp(app, s, peer);
+  mountMcp(app, s, peer, opts.mcp);
   for (const m of MCP_METHODS) route(m, MCP_PATH);
   route('GET', '/readyz');
   route('GET', '/healthz');

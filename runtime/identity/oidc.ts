@@ -96,7 +96,8 @@ export class OidcProvider implements IdentityProvider {
       });
       if (this.closed) return;
       this.retry = setTimeout(() => void this.discover(Math.min(nextDelayMs * 2, 30_000)), nextDelayMs);
-      this.retry.unref();
+      // Node: do not keep the process alive for it. Workers' timers may have no unref.
+      this.retry.unref?.();
     }
   }
 

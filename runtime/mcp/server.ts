@@ -9,6 +9,7 @@ import type { Context, Hono } from 'hono';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { Ctx } from '../../handlers/context.js';
 import { asSvcError } from '../../handlers/index.js';
 import type { Identity } from '../../handlers/types.js';
@@ -30,6 +31,15 @@ export const MCP_METHODS = ['POST', 'GET', 'DELETE'] as const;
  */
 export const MAX_MCP_BODY_BYTES = MAX_BODY_BYTES + 64 * 1024;
 
+/** What a runtime may change about the MCP server; Node passes nothing (the SDK's defaults). */
+export interface McpOptions {
+  /**
+   * The SDK's JSON-schema validator; Workers pass `CfWorkerJsonSchemaValidator`, as the
+   * default (ajv) compiles schemas with `new Function`, which Workers forbid.
+   */
+  jsonSchemaValidator?: jsonSchemaValidator;
+}
+
 const SERVER_INFO = { name: 'kslate', version: '0.9.0' };
 
 /** Read by the host and usually shown to the model: the one habit every tool relies on. */
@@ -44,8 +54,8 @@ const INSTRUCTIONS = [
  * Mount `/mcp` on the API app: POST carries MCP messages; GET and DELETE answer 405, as a
  * stateless server offers no SSE stream and no session to end.
  */
-export function mountMcp(app: Hono<AppEnv>, s: AppServices, peer: PeerAddress): void {
-  app.post(MCP_PATH, (c) => withIdentity(c, s, peer, (identity) => serveMcp(c, s, identity)));
+export function mountMcp(app: Hono<AppEnv>, s: AppServices, peer: PeerAddress, opts: McpOptions = {}): void {
+  app.post(MCP_PATH, (c) => withIdentity(c, s, peer, (identity) => serveMcp(c, s, identity, opts)));
   app.on(['GET', 'DELETE'], MCP_PATH, (c) => withIdentity(c, s, peer, async () => methodNotAllowed()));
 }
 
@@ -73,7 +83,7 @@ async function withIdentity(
 }
 
 /** One POST: a fresh server and stateless transport, answered as JSON, then both closed. */
-async function serveMcp(c: Context<AppEnv>, s: AppServices, identity: Identity): Promise<Response> {
+async function serveMcp(c: Context<AppEnv>, s: AppServices, identity: Identity, opts: McpOptions): Promise<Response> {
   const scope = c.req.header('x-svc-scope');
   const raw = await readBody(c.req.raw, MAX_MCP_BODY_BYTES);
   if (raw.kind === 'too-large') return tooLarge();
@@ -83,7 +93,7 @@ async function serveMcp(c: Context<AppEnv>, s: AppServices, identity: Identity):
     body: raw.kind === 'text' ? raw.text : '',
   });
   // A fresh context per tool call: the handlers keep per-call trace state on it.
-  const server = createMcpServer(() => makeCtx(s, identity, scope, c.get('requestId')));
+  const server = createMcpServer(() => makeCtx(s, identity, scope, c.get('requestId')), opts);
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,
@@ -99,8 +109,12 @@ async function serveMcp(c: Context<AppEnv>, s: AppServices, identity: Identity):
 }
 
 /** The low-level MCP server: JSON Schema tool listings, tool calls translated onto the operation table. */
-export function createMcpServer(newCtx: () => Ctx): Server {
-  const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+export function createMcpServer(newCtx: () => Ctx, opts: McpOptions = {}): Server {
+  const server = new Server(SERVER_INFO, {
+    capabilities: { tools: {} },
+    instructions: INSTRUCTIONS,
+    ...(opts.jsonSchemaValidator ? { jsonSchemaValidator: opts.jsonSchemaValidator } : {}),
+  });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
   server.setRequestHandler(CallToolRequestSchema, (req) =>
     callTool(req.params.name, req.params.arguments as ToolArgs | undefined, newCtx),
