@@ -43,6 +43,33 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
+/** One JSON request as `who` (a KEYS name, a raw token, or null for no Authorization header). */
+export async function callAs(
+  baseUrl: string,
+  who: string | null,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
+  const h: Record<string, string> = { ...headers };
+  if (who !== null) h.authorization = `Bearer ${KEYS[who] ?? who}`;
+  let payload: string | undefined;
+  if (body !== undefined) {
+    payload = typeof body === 'string' ? body : JSON.stringify(body);
+    h['content-type'] = 'application/json';
+  }
+  const res = await fetch(baseUrl + path, { method, headers: h, body: payload });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* keep text */
+  }
+  return { status: res.status, body: parsed };
+}
+
 export function manifestsYaml(classes: ClassInput[]): string {
   return classes
     .map((c) =>
@@ -89,24 +116,7 @@ export async function startTestGateway(
     {},
   );
   const gw = await startGateway(cfg, opts.log ?? quietLog);
-  const call: TestGateway['call'] = async (who, method, path, body, headers = {}) => {
-    const h: Record<string, string> = { ...headers };
-    if (who !== null) h.authorization = `Bearer ${KEYS[who] ?? who}`;
-    let payload: string | undefined;
-    if (body !== undefined) {
-      payload = typeof body === 'string' ? body : JSON.stringify(body);
-      h['content-type'] = 'application/json';
-    }
-    const res = await fetch(gw.url + path, { method, headers: h, body: payload });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      /* keep text */
-    }
-    return { status: res.status, body: parsed };
-  };
+  const call: TestGateway['call'] = (who, method, path, body, headers) => callAs(gw.url, who, method, path, body, headers);
   return {
     gw,
     db,

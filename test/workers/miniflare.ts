@@ -10,7 +10,7 @@ import { Miniflare } from 'miniflare';
 import { stringify } from 'yaml';
 import { buildWorkers, OUT_DIR, OUT_FILE } from '../../scripts/build-workers.mjs';
 import { ROOT } from '../setup/build.js';
-import { KEYS } from '../setup/gateway.js';
+import { callAs, KEYS } from '../setup/gateway.js';
 
 /** The date wrangler.toml.example pins (Miniflare 4.20260426.0's workerd supports up to 2026-04-26). */
 export const COMPATIBILITY_DATE = '2026-04-01';
@@ -81,24 +81,7 @@ export async function startWorker(bindings: Record<string, string>): Promise<Tes
   return {
     mf,
     url,
-    async call(who, method, path, body, headers = {}) {
-      const h: Record<string, string> = { ...headers };
-      if (who !== null) h.authorization = `Bearer ${KEYS[who] ?? who}`;
-      let payload: string | undefined;
-      if (body !== undefined) {
-        payload = typeof body === 'string' ? body : JSON.stringify(body);
-        h['content-type'] = 'application/json';
-      }
-      const res = await fetch(url + path, { method, headers: h, body: payload });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        /* keep text */
-      }
-      return { status: res.status, body: parsed };
-    },
+    call: (who, method, path, body, headers) => callAs(url, who, method, path, body, headers),
     async scheduled() {
       // Miniflare's Fetcher type maps workers-types oddly; scheduled() is there at run time.
       const worker = (await mf.getWorker()) as unknown as {
