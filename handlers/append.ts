@@ -18,7 +18,7 @@ export interface AppendInput {
   params?: readonly string[];
 }
 
-const appendBody = v.strictObject({
+export const appendBody = v.strictObject({
   entry: v.unknown(),
   evidence: v.optional(v.nullable(v.string('must be a string'))),
   based_on: basedOnSchema,

@@ -19,7 +19,7 @@ export interface CheckpointSaveInput {
 
 export const MAX_CHECKPOINT_BYTES = 64 * KIB;
 
-const saveBody = v.strictObject({ document: v.unknown() });
+export const saveBody = v.strictObject({ document: v.unknown() });
 
 /** INVALID_CHECKPOINT unless the document is an object of at most 64 KiB with every section. */
 function checkDocument(access: Access, doc: unknown): Record<string, unknown> {

@@ -21,7 +21,7 @@ export interface ClaimInput {
 
 export const MAX_LEASE_SECONDS = 86_400;
 
-const claimBody = v.strictObject({
+export const claimBody = v.strictObject({
   lease_seconds: v.optional(
     v.pipe(
       v.number('must be an integer'),

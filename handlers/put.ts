@@ -22,7 +22,7 @@ export interface PutInput {
   params?: readonly string[];
 }
 
-const putBody = v.strictObject({
+export const putBody = v.strictObject({
   value: v.unknown(),
   expected_version: v.optional(v.unknown()),
   evidence: evidenceSchema,
