@@ -13,7 +13,7 @@ import { startGrpc, type GrpcServer } from './grpc/server.js';
 import { createApp, healthz, readyz } from './http/app.js';
 import { listenHttp } from './http/listen.js';
 import { nodePeer } from './http/node-peer.js';
-import { createServices, PortInUseError, type Services } from './services.js';
+import { createServices, portInUse, type Services } from './services.js';
 
 export interface Gateway {
   services: Services;
@@ -31,15 +31,6 @@ export interface Gateway {
   shutdown(drainTimeoutMs: number): Promise<void>;
 }
 
-/** EADDRINUSE (also inside gRPC's bind message) becomes one line naming the port and its setting. */
-function portInUse(e: unknown, port: number, setting: string): unknown {
-  const code = (e as { code?: unknown } | null)?.code;
-  const message = e instanceof Error ? e.message : String(e);
-  if (code === 'EADDRINUSE' || /EADDRINUSE/.test(message)) {
-    return new PortInUseError(`port ${port} is already in use (${setting}); stop what holds it or choose another port.`);
-  }
-  return e;
-}
 
 /** One HTTP server of the gateway, with the timeouts and connection limit of runtime/http/listen.ts. */
 function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, host: string, port: number, cfg: Config, tls: boolean) {

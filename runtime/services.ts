@@ -65,6 +65,16 @@ export class PortInUseError extends StartupError {
   override readonly exitCode: number = 1;
 }
 
+/** EADDRINUSE (also inside gRPC's bind message) becomes one line naming the port and its setting. */
+export function portInUse(e: unknown, port: number, setting: string): unknown {
+  const code = (e as { code?: unknown } | null)?.code;
+  const message = e instanceof Error ? e.message : String(e);
+  if (code === 'EADDRINUSE' || /EADDRINUSE/.test(message)) {
+    return new PortInUseError(`port ${port} is already in use (${setting}); stop what holds it or choose another port.`);
+  }
+  return e;
+}
+
 export async function createProviders(cfg: Config, log: Logger): Promise<IdentityProvider[]> {
   const providers: IdentityProvider[] = [];
   for (const kind of cfg.identity) {

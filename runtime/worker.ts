@@ -17,7 +17,7 @@ import { readClassDir } from './classes/dir.js';
 import type { Config } from './config.js';
 import { listenHttp } from './http/listen.js';
 import { CHECK_TIMEOUT_MS } from './readiness.js';
-import { MAINTENANCE_TIMEOUT_MS, PortInUseError, StartupError, sweepHolder } from './services.js';
+import { MAINTENANCE_TIMEOUT_MS, portInUse, StartupError, sweepHolder } from './services.js';
 import { createSweeper, type Sweeper } from './sweeper.js';
 import { createWorkerMetrics, type WorkerMetrics } from './worker-metrics.js';
 
@@ -89,11 +89,12 @@ export async function startWorker(cfg: Config, log: Logger, cluster: WorkerClust
   let draining = false;
   const ready = async (): Promise<{ ok: true } | { ok: false; message: string }> => {
     if (draining) return { ok: false, message: 'The worker is shutting down.' };
+    let timer: NodeJS.Timeout | undefined;
     try {
       const v = await Promise.race([
         schemaVersion(pool),
-        new Promise<never>((_, rej) => setTimeout(() => rej(new Error('timeout')), CHECK_TIMEOUT_MS).unref()),
-      ]);
+        new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error('timeout')), CHECK_TIMEOUT_MS))),
+      ]).finally(() => clearTimeout(timer));
       if (v === null || v < SCHEMA_VERSION) {
         return { ok: false, message: `The database schema (version ${SCHEMA_VERSION}) is not there yet; the gateway applies it at start.` };
       }
@@ -157,9 +158,7 @@ export async function startWorker(cfg: Config, log: Logger, cluster: WorkerClust
       return s.port;
     } catch (e) {
       await closeAll();
-      const code = (e as { code?: unknown })?.code;
-      if (code === 'EADDRINUSE') throw new PortInUseError(`port ${port} is already in use (${setting}); stop what holds it or choose another port.`);
-      throw e;
+      throw portInUse(e, port, setting);
     }
   };
   const healthPort = await open(health, cfg.healthPort, 'worker health port: --health-port / KSLATE_HEALTH_PORT');
