@@ -19,8 +19,11 @@ export interface AppendInput {
 }
 
 export const appendBody = v.strictObject({
-  entry: v.unknown(),
-  evidence: v.optional(v.nullable(v.string('must be a string'))),
+  entry: v.pipe(v.unknown(), v.description("The entry: any JSON matching the field's type.")),
+  // Parsed as optional so that a missing one is EVIDENCE_REQUIRED at its step of the order.
+  evidence: v.optional(
+    v.nullable(v.pipe(v.string('must be a string'), v.description('Where the entry comes from (source, observation, link). Always required.'))),
+  ),
   based_on: basedOnSchema,
   declare_no_premises: declareNoPremisesSchema,
   invocation: invocationSchema,

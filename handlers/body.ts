@@ -155,15 +155,23 @@ export function parseWith<S extends v.GenericSchema>(
 }
 
 // Shared pieces of the write bodies.
+// The descriptions are what MCP clients and models read in the tool listing (runtime/mcp/tools.ts
+// converts these schemas); they change nothing in parsing.
 export const premiseSchema = v.strictObject({
-  field: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty')),
+  field: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.description('A field of the same record your decision relies on.')),
   version: v.pipe(
     v.number('must be an integer'),
     v.integer('must be an integer'),
     v.minValue(0, 'must be 0 or more'),
     v.maxValue(MAX_INTEGER, `must be at most ${MAX_INTEGER}`),
+    v.description('The version of that field you read (0 = it had no value).'),
   ),
-  kind: v.optional(v.picklist(['fence'], 'must be "fence" when present')),
+  kind: v.optional(
+    v.pipe(
+      v.picklist(['fence'], 'must be "fence" when present'),
+      v.description('"fence": a task field; the write holds only while you still hold its lease.'),
+    ),
+  ),
 });
 
 /** More premises than this is no decision anyone made; it bounds the work and the stored row. */
@@ -173,6 +181,7 @@ export const basedOnSchema = v.optional(
   v.pipe(
     v.array(premiseSchema, 'must be a list of premises {field, version, kind?}'),
     v.maxLength(MAX_PREMISES, `must list at most ${MAX_PREMISES} premises`),
+    v.description('Premises: fields (with the versions you read) this write rests on. [] = rests on nothing (disables inference).'),
   ),
 );
 
@@ -180,13 +189,20 @@ export const invocationSchema = v.optional(
   v.pipe(
     v.custom<Record<string, unknown>>((o) => o !== null && typeof o === 'object' && !Array.isArray(o), 'must be a JSON object'),
     v.check((o) => byteLength(JSON.stringify(o)) <= KIB, 'must be at most 1 KiB of JSON'),
+    // What the custom check above means, for JSON Schema (which cannot express the byte limit).
+    v.metadata({ type: 'object' }),
+    v.description('Optional JSON object, at most 1 KiB, identifying this call (run id, tool call id); stored with the write.'),
   ),
 );
 
-export const evidenceSchema = v.optional(v.string('must be a string'));
+export const evidenceSchema = v.optional(
+  v.pipe(v.string('must be a string'), v.description('Why this value is right; required where the class or field demands it.')),
+);
 
 /** gRPC's flag for "infer nothing"; on HTTP the same as `based_on: []`. */
-export const declareNoPremisesSchema = v.optional(v.boolean('must be true or false'));
+export const declareNoPremisesSchema = v.optional(
+  v.pipe(v.boolean('must be true or false'), v.description('true: the write rests on nothing (the same as based_on: []).')),
+);
 
 /** `based_on` after `declare_no_premises`: both together are MALFORMED (interface: gRPC). */
 export function resolvePremises<P>(

@@ -2,6 +2,7 @@
  * checkpoint load: GET /v1/records/{class}/{id}/checkpoint?role=<role> — the role's last
  * checkpoint and the fields that changed since (decisions §4).
  */
+import * as v from 'valibot';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { authorize, checkParams, checkRecordId, checkScopeOwner, type Outcome } from './pipeline.js';
@@ -14,12 +15,18 @@ export interface CheckpointLoadInput {
   params?: readonly string[];
 }
 
+/** What load takes besides the record (HTTP: query parameters); the handler judges the values itself. */
+export const loadParams = v.strictObject({
+  role: v.optional(v.pipe(v.string(), v.description('load: which of your roles (only when you hold several).'))),
+});
+const LOAD_PARAMS = Object.keys(loadParams.entries);
+
 export async function checkpointLoad(ctx: Ctx, input: CheckpointLoadInput): Promise<Outcome> {
   const access = await authorize(ctx, input.class, 'read', input.id);
   checkRecordId(access, input.id);
   await checkScopeOwner(ctx, access, null);
   const where = { record: access.record };
-  checkParams(input.params, ['role'], where, 'checkpoint load');
+  checkParams(input.params, LOAD_PARAMS, where, 'checkpoint load');
   const held = access.roles.map((r) => r.name);
   let roleName: string;
   if (input.role === undefined || input.role === '') {

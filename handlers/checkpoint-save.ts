@@ -19,7 +19,14 @@ export interface CheckpointSaveInput {
 
 export const MAX_CHECKPOINT_BYTES = 64 * KIB;
 
-export const saveBody = v.strictObject({ document: v.unknown() });
+// The document is judged later (INVALID_CHECKPOINT); the metadata is for the MCP tool listing.
+export const saveBody = v.strictObject({
+  document: v.pipe(
+    v.unknown(),
+    v.metadata({ type: 'object' }),
+    v.description('save: the progress document, with every section the class requires.'),
+  ),
+});
 
 /** INVALID_CHECKPOINT unless the document is an object of at most 64 KiB with every section. */
 function checkDocument(access: Access, doc: unknown): Record<string, unknown> {

@@ -28,9 +28,10 @@ export const claimBody = v.strictObject({
       v.integer('must be an integer'),
       v.minValue(0, `must be from 0 to ${MAX_LEASE_SECONDS}`),
       v.maxValue(MAX_LEASE_SECONDS, `must be from 0 to ${MAX_LEASE_SECONDS}`),
+      v.description("Lease length; 0 releases; omit for the field's default."),
     ),
   ),
-  renew: v.optional(v.boolean('must be true or false')),
+  renew: v.optional(v.pipe(v.boolean('must be true or false'), v.description('true: extend the lease you hold.'))),
   invocation: invocationSchema,
 });
 

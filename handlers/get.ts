@@ -1,4 +1,5 @@
 /** get: GET /v1/records/{class}/{id}?fields=a,b&entries_limit=N&entries_before=<cursor> */
+import * as v from 'valibot';
 import type { Ctx } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { SvcError } from './errors.js';
@@ -31,7 +32,28 @@ export interface GetInput {
 }
 
 export const MAX_ENTRIES_LIMIT = 100_000;
-export const GET_PARAMS = ['fields', 'entries_limit', 'entries_before'] as const;
+
+/**
+ * The parameters get takes besides the record, as MCP and gRPC send them (HTTP sends the same
+ * names as query text). The handler refuses every other name (`GET_PARAMS`) and judges the
+ * values itself, in its order; the schema is what the MCP tool listing shows.
+ */
+export const getParams = v.strictObject({
+  fields: v.optional(v.pipe(v.array(v.string()), v.description('Only these fields (default: every field your role may read).'))),
+  entries_limit: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(0),
+      v.maxValue(MAX_ENTRIES_LIMIT),
+      v.description('At most this many entries per append field (the newest).'),
+    ),
+  ),
+  entries_before: v.optional(
+    v.pipe(v.string(), v.description('Continue an append field whose entries did not all fit: its next_entries_before, with fields = [that field].')),
+  ),
+});
+export const GET_PARAMS = Object.keys(getParams.entries);
 
 export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
   const access = await authorize(ctx, input.class, 'read', input.id);

@@ -8,14 +8,15 @@ import { StorageFault } from '../db/port.js';
 import { SvcError } from './errors.js';
 import { classes } from './classes.js';
 import { getClass } from './class.js';
-import { get, type GetInput } from './get.js';
+import { get, getParams, type GetInput } from './get.js';
 import { history, type HistoryInput } from './history.js';
-import { put, type PutInput } from './put.js';
-import { append, type AppendInput } from './append.js';
-import { claim, type ClaimInput } from './claim.js';
-import { checkpointSave, type CheckpointSaveInput } from './checkpoint-save.js';
-import { checkpointLoad, type CheckpointLoadInput } from './checkpoint-load.js';
-import { query, type QueryInput } from './query.js';
+import { put, putBody, type PutInput } from './put.js';
+import { append, appendBody, type AppendInput } from './append.js';
+import { claim, claimBody, type ClaimInput } from './claim.js';
+import { checkpointSave, saveBody, type CheckpointSaveInput } from './checkpoint-save.js';
+import { checkpointLoad, loadParams, type CheckpointLoadInput } from './checkpoint-load.js';
+import { query, queryParams, QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, type QueryInput } from './query.js';
+import type { McpSurface } from './types.js';
 import { UNKNOWN_LABEL, type Outcome } from './pipeline.js';
 import type { RawBody } from './body.js';
 
@@ -43,11 +44,27 @@ export interface Operation<I = any> {
   fromHttp(req: HttpInput): I;
   /** The RPC of svc.v1.SvcService that carries it; absent = not on gRPC (decisions §7). */
   grpc?: string;
-  /** The MCP tool that carries it, and the `action` argument that selects it when one tool carries two. */
-  mcp?: { tool: string; action?: string };
+  /** The MCP tool that carries it: name, `action`, listing text and arguments (decisions §7). */
+  mcp?: McpSurface;
 }
 
 const op = <I>(o: Operation<I>) => o;
+
+/** Entries of a schema without the named keys. */
+function without<E extends Record<string, unknown>, K extends keyof E>(entries: E, ...keys: K[]): Omit<E, K> {
+  const out = { ...entries };
+  for (const k of keys) delete out[k];
+  return out;
+}
+
+/** Ends every tool description. */
+const REFUSALS =
+  'A refusal is an error result whose JSON has `error` (the code), `message` (what to do) and the details; nothing was written.';
+/** No tool reaches outside kslate. */
+const CLOSED = { openWorldHint: false } as const;
+// `declare_no_premises` is gRPC's spelling of `based_on: []` (protobuf cannot tell an empty
+// list from none); MCP sends JSON, so its tools list based_on only.
+const JSON_PREMISES = 'declare_no_premises';
 
 export const operations = {
   classes: op({
@@ -84,7 +101,22 @@ export const operations = {
   get: op<GetInput>({
     name: 'get',
     grpc: 'Get',
-    mcp: { tool: 'svc_get' },
+    mcp: {
+      tool: 'svc_get',
+      title: 'Read a shared record',
+      description: [
+        'Read a shared record. Returns {record, record_version, fields: {<field>: {value, version, author, identity_strength, evidence?, based_on?, invocation?, updated_at}}}.',
+        "Keep each field's `version`: svc_put of that field needs it as expected_version, and based_on premises cite it.",
+        'Only fields with a value appear; a field that is absent has version 0.',
+        'Task fields show `owner` and `lease_expires_at` while someone holds them; append fields show `version` (entry count) and `entries`.',
+        '`fields` limits the answer to the named fields; `entries_limit` caps the entries returned per append field.',
+        'A response stops at about 16 MiB: fields that did not fit are named in `omitted_fields` (read them with `fields`), and an append field whose older entries did not fit carries `next_entries_before` (send it as `entries_before` with `fields` = [that field]).',
+        'NOT_FOUND: nobody has written the record yet; create it with svc_put and expected_version 0.',
+        REFUSALS,
+      ],
+      annotations: { readOnlyHint: true, ...CLOSED },
+      args: getParams.entries,
+    },
     method: 'GET',
     path: '/v1/records/:class/:id',
     write: false,
@@ -101,7 +133,19 @@ export const operations = {
   query: op<QueryInput>({
     name: 'query',
     grpc: 'Query',
-    mcp: { tool: 'svc_query' },
+    mcp: {
+      tool: 'svc_query',
+      title: 'Find records by field values',
+      description: [
+        'Find records of a class whose current field values match every filter, oldest first.',
+        '`filters` {<field>: <value>}: exact match; a number, boolean or string matches that JSON value; a task field matches its owner (e.g. "apikey:alice"); append fields cannot be filtered.',
+        'Returns {class, records: [{record, record_version, fields}], next_after?}; append fields show only their entry count and latest entry.',
+        `\`limit\` 1 to ${QUERY_LIMIT_MAX} (default ${QUERY_LIMIT_DEFAULT}); when next_after is present, call again with the same filters and after = next_after for the next page.`,
+        REFUSALS,
+      ],
+      annotations: { readOnlyHint: true, ...CLOSED },
+      args: queryParams.entries,
+    },
     method: 'GET',
     path: '/v1/records/:class',
     write: false,
@@ -114,7 +158,19 @@ export const operations = {
   checkpointSave: op<CheckpointSaveInput>({
     name: 'checkpointSave',
     grpc: 'CheckpointSave',
-    mcp: { tool: 'svc_checkpoint', action: 'save' },
+    mcp: {
+      tool: 'svc_checkpoint',
+      action: 'save',
+      title: "Save or load your role's progress",
+      description: [
+        "A checkpoint is your role's progress document on a record, so that you or a replacement agent can continue the work.",
+        'action "save" with `document`: a JSON object of at most 64 KiB containing every section the class requires (e.g. {"summary": ..., "next_steps": ...}; INVALID_CHECKPOINT names missing ones).',
+        'It is saved for your role (one per role and record, the latest wins); the record must exist. Returns {record, role, checkpoint_id, record_version}.',
+        'Some classes require a role\'s checkpoint before status may be set to "resolved" (INVALID_CHECKPOINT on that svc_put): save first.',
+      ],
+      annotations: { destructiveHint: false, ...CLOSED },
+      args: saveBody.entries,
+    },
     method: 'PUT',
     path: '/v1/records/:class/:id/checkpoint',
     write: true,
@@ -124,7 +180,19 @@ export const operations = {
   checkpointLoad: op<CheckpointLoadInput>({
     name: 'checkpointLoad',
     grpc: 'CheckpointLoad',
-    mcp: { tool: 'svc_checkpoint', action: 'load' },
+    mcp: {
+      tool: 'svc_checkpoint',
+      action: 'load',
+      title: "Save or load your role's progress",
+      description: [
+        'action "load" returns {record, role, document, record_version, changed_fields: [{field, version, author, evidence}]}: changed_fields are the fields written since the checkpoint was saved; re-read them with svc_get before acting on the document.',
+        'Without a checkpoint, document is null and changed_fields lists every field written so far.',
+        '`role`: load only, needed when you hold several roles in the class.',
+        REFUSALS,
+      ],
+      annotations: { readOnlyHint: true, ...CLOSED },
+      args: loadParams.entries,
+    },
     method: 'GET',
     path: '/v1/records/:class/:id/checkpoint',
     write: false,
@@ -134,7 +202,23 @@ export const operations = {
   claim: op<ClaimInput>({
     name: 'claim',
     grpc: 'Claim',
-    mcp: { tool: 'svc_claim' },
+    mcp: {
+      tool: 'svc_claim',
+      title: 'Take, renew or release a task lease',
+      description: [
+        'Leases make one agent at a time work on a task field. Claim before you start the task:',
+        "`lease_seconds` (1 to 86400; omit for the field's default lease) takes the lease; `renew: true` extends a lease you hold (renew before lease_expires_at while still working);",
+        '`lease_seconds: 0` releases it when you finish or give up.',
+        'Returns {record, field, owner, lease_expires_at, version, record_version, took_over_from?}; after a release there is no owner.',
+        'HELD means another identity holds the lease (`owner`, `lease_expires_at`): do not work on that task; wait until lease_expires_at or pick another task.',
+        'An expired lease is taken over: took_over_from names the previous owner; load the checkpoint (svc_checkpoint) to continue its work.',
+        'To make a write conditional on still holding the lease, add {"field":"<task field>","version":<version returned here>,"kind":"fence"} to its based_on.',
+        '`invocation` as for svc_put.',
+        REFUSALS,
+      ],
+      annotations: { destructiveHint: false, idempotentHint: false, ...CLOSED },
+      args: claimBody.entries,
+    },
     method: 'PUT',
     path: '/v1/records/:class/:id/fields/:field/claim',
     write: true,
@@ -144,7 +228,20 @@ export const operations = {
   append: op<AppendInput>({
     name: 'append',
     grpc: 'Append',
-    mcp: { tool: 'svc_append' },
+    mcp: {
+      tool: 'svc_append',
+      title: 'Add an entry to a list field',
+      description: [
+        "Add an entry to an append (list) field of a record, e.g. a note or a finding. Appends never conflict: no expected_version; the field's version is its entry count.",
+        "`entry` must match the field's type. `evidence` is always required: where the entry comes from.",
+        '`based_on` and `invocation` work as for svc_put (STALE_PREMISE if a premise moved; based_on: [] disables inference).',
+        'Returns {record, field, seq, record_version}.',
+        REFUSALS,
+      ],
+      annotations: { destructiveHint: false, idempotentHint: false, ...CLOSED },
+      args: without(appendBody.entries, JSON_PREMISES),
+      required: ['evidence'],
+    },
     method: 'POST',
     path: '/v1/records/:class/:id/fields/:field/entries',
     write: true,
@@ -154,7 +251,26 @@ export const operations = {
   put: op<PutInput>({
     name: 'put',
     grpc: 'Put',
-    mcp: { tool: 'svc_put' },
+    mcp: {
+      tool: 'svc_put',
+      title: 'Write a field (compare-and-set)',
+      description: [
+        'Write one field of a record, only if it has not changed since you read it.',
+        'First read it with svc_get and send its `version` as `expected_version` (0 = the field has no value yet; the first write creates the record).',
+        'STALE means someone else wrote the field after your read; nothing was written. The error carries current_version, current_value, current_author, current_evidence and a diff of current vs your value.',
+        'Do not just resend: re-read (svc_get), decide again in the light of the current value, then put again with expected_version = current_version (or leave it if your change is no longer right).',
+        "Soft fields ignore expected_version (last write wins). `value` must match the field's type and enum.",
+        '`evidence`: why the value is right (source, observation, link); required where the class or field demands it (EVIDENCE_REQUIRED).',
+        '`based_on`: premises, e.g. [{"field":"severity","version":3}]: other fields of the record your decision relies on, at the versions you read. If any moved, the write is refused with STALE_PREMISE listing `moved`: re-read and decide again.',
+        'Add {"field":"<task field>","version":<version from your latest svc_claim>,"kind":"fence"} to write only while you still hold that task\'s lease.',
+        'Without based_on, and with an X-Svc-Scope header, premises are inferred from what you read in that scope in the last 15 minutes; based_on: [] declares the write rests on nothing and disables inference.',
+        '`invocation`: optional JSON object of at most 1 KiB identifying this call (agent run, tool call id), recorded with the write and returned unchanged.',
+        'Returns {record, field, version, record_version}.',
+        REFUSALS,
+      ],
+      annotations: { destructiveHint: true, idempotentHint: false, ...CLOSED },
+      args: without(putBody.entries, JSON_PREMISES),
+    },
     method: 'PUT',
     path: '/v1/records/:class/:id/fields/:field',
     write: true,

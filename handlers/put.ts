@@ -22,9 +22,17 @@ export interface PutInput {
   params?: readonly string[];
 }
 
+// `value` and `expected_version` are judged later in the rejection order (the field's type, whether
+// it is soft); their metadata says what a valid one is, for the MCP tool listing.
 export const putBody = v.strictObject({
-  value: v.unknown(),
-  expected_version: v.optional(v.unknown()),
+  value: v.pipe(v.unknown(), v.description("The new value: any JSON matching the field's type and enum.")),
+  expected_version: v.optional(
+    v.pipe(
+      v.unknown(),
+      v.metadata({ type: 'integer', minimum: 0 }),
+      v.description('The field version you last read; 0 if it has no value yet. Required on versioned fields.'),
+    ),
+  ),
   evidence: evidenceSchema,
   based_on: basedOnSchema,
   declare_no_premises: declareNoPremisesSchema,

@@ -2,6 +2,7 @@
  * query: GET /v1/records/{class}?<field>=<value>&limit=N&after=<cursor> — records whose
  * fields' current values match every filter, oldest first (decisions §4).
  */
+import * as v from 'valibot';
 import type { QueryFilter } from '../db/port.js';
 import type { Ctx } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
@@ -25,6 +26,27 @@ export interface QueryInput {
 
 export const QUERY_LIMIT_DEFAULT = 100;
 export const QUERY_LIMIT_MAX = 1000;
+
+/**
+ * What query takes besides the class, as MCP and gRPC send it: the filters as one object and
+ * the paging parameters (on HTTP every other query parameter is a filter). The handler judges
+ * the values itself, in its order; the schema is what the MCP tool listing shows.
+ */
+export const queryParams = v.strictObject({
+  filters: v.optional(v.pipe(v.looseObject({}), v.description('{<field>: <value>}: every filter must match.'))),
+  limit: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.maxValue(QUERY_LIMIT_MAX),
+      v.description(`Records per page (default ${QUERY_LIMIT_DEFAULT}).`),
+    ),
+  ),
+  after: v.optional(v.pipe(v.string(), v.description('The next_after of the previous page.'))),
+});
+/** The parameters besides the filters. */
+const PAGING = Object.keys(queryParams.entries).filter((k) => k !== 'filters');
 
 export async function query(ctx: Ctx, input: QueryInput): Promise<Outcome> {
   const access = await authorize(ctx, input.class, 'read');
@@ -61,7 +83,7 @@ export async function query(ctx: Ctx, input: QueryInput): Promise<Outcome> {
   }
   await checkScopeOwner(ctx, access, null);
   // Every other parameter is a filter: each name once.
-  checkParams(input.params, ['limit', 'after', ...names], where, 'query');
+  checkParams(input.params, [...PAGING, ...names], where, 'query');
 
   const limit = parseLimit(input.limit, QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, where);
   const binding = `${input.class}?${canonicalJson(input.filters)}`;

@@ -1,6 +1,7 @@
 /**
  * Types shared by handlers, the runtime and the worker. Pure: no runtime imports.
  */
+import type { ObjectEntries } from 'valibot';
 
 /** How well a credential is bound to a workload (decisions §2), strongest first. */
 export type Strength = 'pod-bound' | 'sa-bound' | 'issuer-declared' | 'shared-secret';
@@ -69,4 +70,28 @@ export interface ClassManifest {
   kind: 'SharedContext';
   metadata: { name: string; namespace: string };
   spec: ClassSpec;
+}
+
+/**
+ * How an operation appears as an MCP tool, or as one `action` of a tool that carries several
+ * (decisions §7). The tool listing is built from this and nothing else: its input schema is the
+ * address the MCP transport adds (record, field, class, action) and `args`, which are entries of
+ * the handler's own valibot schema (its body, or for a read its parameters), never a copy.
+ */
+export interface McpSurface {
+  tool: string;
+  /** The `action` argument that selects this operation when one tool carries several. */
+  action?: string;
+  title: string;
+  /** Sentences of the description; a tool with several actions joins its operations' sentences in order. */
+  description: readonly string[];
+  annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  /** The arguments besides the address: entries of the handler's own schema. */
+  args: ObjectEntries;
+  /**
+   * Arguments every successful call sends though the handler parses them as optional, so that
+   * their absence is refused at its own step of the rejection order (append's evidence:
+   * EVIDENCE_REQUIRED, recorded in history) rather than as a malformed body.
+   */
+  required?: readonly string[];
 }

@@ -13,19 +13,21 @@ import { SvcError } from '../../handlers/errors.js';
 import type { CheckpointLoadInput } from '../../handlers/checkpoint-load.js';
 import type { GetInput } from '../../handlers/get.js';
 import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
+import type { McpSurface } from '../../handlers/types.js';
 import type { Outcome } from '../../handlers/pipeline.js';
 import type { QueryInput } from '../../handlers/query.js';
 
 /** Tool arguments as the client sent them (any JSON object). */
 export type ToolArgs = Record<string, unknown>;
 
-/** One MCP tool: its listing and its translation onto an operation. */
+/**
+ * One MCP tool: its address (the arguments that name what HTTP names in the path) and its
+ * translation onto the operations that declare it. Everything else in its listing (title,
+ * description, the other arguments) is the operations' own declaration (handlers/index.ts).
+ */
 export interface ToolDef {
   name: string;
-  title: string;
-  description: string;
-  schema: v.GenericSchema;
-  annotations?: Tool['annotations'];
+  address: v.ObjectEntries;
   run(ctx: Ctx, args: ToolArgs): Promise<Outcome>;
 }
 
@@ -138,61 +140,19 @@ function actionsOf(tool: string): [string, ...string[]] {
   return actions as [string, ...string[]];
 }
 
-// ---- schemas (for the client; never enforced here) --------------------------------------
+// ---- addresses ----------------------------------------------------------------------------
 
+// What MCP adds to an operation's own arguments: its address, which HTTP carries in the path.
 const d = v.description;
 const record = v.pipe(v.string(), d('The record, "<class>/<id>", e.g. "incident/db-outage".'));
 const field = v.pipe(v.string(), d('The field name, as defined by the class.'));
-const premise = v.strictObject({
-  field: v.pipe(v.string(), d('A field of the same record your decision relies on.')),
-  version: v.pipe(v.number(), v.integer(), v.minValue(0), d('The version of that field you read (0 = it had no value).')),
-  kind: v.optional(
-    v.pipe(v.picklist(['fence']), d('"fence": a task field; the write holds only while you still hold its lease.')),
-  ),
-});
-const basedOn = v.optional(
-  v.pipe(
-    v.array(premise),
-    d('Premises: fields (with the versions you read) this write rests on. [] = rests on nothing (disables inference).'),
-  ),
-);
-const invocation = v.optional(
-  v.pipe(v.looseObject({}), d('Optional JSON object, at most 1 KiB, identifying this call (run id, tool call id); stored with the write.')),
-);
 
 // ---- the tools --------------------------------------------------------------------------
-
-const ERRORS =
-  'A refusal is an error result whose JSON has `error` (the code), `message` (what to do) and the details; nothing was written.';
 
 export const TOOLS: readonly ToolDef[] = [
   {
     name: 'svc_get',
-    title: 'Read a shared record',
-    description: [
-      'Read a shared record. Returns {record, record_version, fields: {<field>: {value, version, author, identity_strength, evidence?, based_on?, invocation?, updated_at}}}.',
-      'Keep each field\'s `version`: svc_put of that field needs it as expected_version, and based_on premises cite it.',
-      'Only fields with a value appear; a field that is absent has version 0.',
-      'Task fields show `owner` and `lease_expires_at` while someone holds them; append fields show `version` (entry count) and `entries`.',
-      '`fields` limits the answer to the named fields; `entries_limit` caps the entries returned per append field.',
-      'A response stops at about 16 MiB: fields that did not fit are named in `omitted_fields` (read them with `fields`), and an append field whose older entries did not fit carries `next_entries_before` (send it as `entries_before` with `fields` = [that field]).',
-      'NOT_FOUND: nobody has written the record yet; create it with svc_put and expected_version 0.',
-      ERRORS,
-    ].join(' '),
-    schema: v.strictObject({
-      record,
-      fields: v.optional(v.pipe(v.array(v.string()), d('Only these fields (default: every field your role may read).'))),
-      entries_limit: v.optional(
-        v.pipe(v.number(), v.integer(), v.minValue(0), d('At most this many entries per append field (the newest).')),
-      ),
-      entries_before: v.optional(
-        v.pipe(
-          v.string(),
-          d('Continue an append field whose entries did not all fit: its next_entries_before, with fields = [that field].'),
-        ),
-      ),
-    }),
-    annotations: { readOnlyHint: true, openWorldHint: false },
+    address: { record },
     run(ctx, a) {
       const r = recordOf(a);
       const input = {
@@ -207,33 +167,7 @@ export const TOOLS: readonly ToolDef[] = [
   },
   {
     name: 'svc_put',
-    title: 'Write a field (compare-and-set)',
-    description: [
-      'Write one field of a record, only if it has not changed since you read it.',
-      'First read it with svc_get and send its `version` as `expected_version` (0 = the field has no value yet; the first write creates the record).',
-      'STALE means someone else wrote the field after your read; nothing was written. The error carries current_version, current_value, current_author, current_evidence and a diff of current vs your value.',
-      'Do not just resend: re-read (svc_get), decide again in the light of the current value, then put again with expected_version = current_version (or leave it if your change is no longer right).',
-      'Soft fields ignore expected_version (last write wins). `value` must match the field\'s type and enum.',
-      '`evidence`: why the value is right (source, observation, link); required where the class or field demands it (EVIDENCE_REQUIRED).',
-      '`based_on`: premises, e.g. [{"field":"severity","version":3}]: other fields of the record your decision relies on, at the versions you read. If any moved, the write is refused with STALE_PREMISE listing `moved`: re-read and decide again.',
-      'Add {"field":"<task field>","version":<version from your latest svc_claim>,"kind":"fence"} to write only while you still hold that task\'s lease.',
-      'Without based_on, and with an X-Svc-Scope header, premises are inferred from what you read in that scope in the last 15 minutes; based_on: [] declares the write rests on nothing and disables inference.',
-      '`invocation`: optional JSON object of at most 1 KiB identifying this call (agent run, tool call id), recorded with the write and returned unchanged.',
-      'Returns {record, field, version, record_version}.',
-      ERRORS,
-    ].join(' '),
-    schema: v.strictObject({
-      record,
-      field,
-      value: v.pipe(v.unknown(), d('The new value: any JSON matching the field\'s type and enum.')),
-      expected_version: v.optional(
-        v.pipe(v.number(), v.integer(), v.minValue(0), d('The field version you last read; 0 if it has no value yet. Required on versioned fields.')),
-      ),
-      evidence: v.optional(v.pipe(v.string(), d('Why this value is right; required where the class or field demands it.'))),
-      based_on: basedOn,
-      invocation,
-    }),
-    annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    address: { record, field },
     run(ctx, a) {
       const input = {
         ...recordOf(a),
@@ -245,23 +179,7 @@ export const TOOLS: readonly ToolDef[] = [
   },
   {
     name: 'svc_append',
-    title: 'Add an entry to a list field',
-    description: [
-      'Add an entry to an append (list) field of a record, e.g. a note or a finding. Appends never conflict: no expected_version; the field\'s version is its entry count.',
-      '`entry` must match the field\'s type. `evidence` is always required: where the entry comes from.',
-      '`based_on` and `invocation` work as for svc_put (STALE_PREMISE if a premise moved; based_on: [] disables inference).',
-      'Returns {record, field, seq, record_version}.',
-      ERRORS,
-    ].join(' '),
-    schema: v.strictObject({
-      record,
-      field,
-      entry: v.pipe(v.unknown(), d('The entry: any JSON matching the field\'s type.')),
-      evidence: v.pipe(v.string(), d('Where the entry comes from (source, observation, link). Always required.')),
-      based_on: basedOn,
-      invocation,
-    }),
-    annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    address: { record, field },
     run(ctx, a) {
       const input = { ...recordOf(a), field: fieldOf(a), body: body(a, ['record', 'field']) };
       return invoke(operations.append, ctx, input, TIMED);
@@ -269,28 +187,7 @@ export const TOOLS: readonly ToolDef[] = [
   },
   {
     name: 'svc_claim',
-    title: 'Take, renew or release a task lease',
-    description: [
-      'Leases make one agent at a time work on a task field. Claim before you start the task:',
-      '`lease_seconds` (1 to 86400; omit for the field\'s default lease) takes the lease; `renew: true` extends a lease you hold (renew before lease_expires_at while still working);',
-      '`lease_seconds: 0` releases it when you finish or give up.',
-      'Returns {record, field, owner, lease_expires_at, version, record_version, took_over_from?}; after a release there is no owner.',
-      'HELD means another identity holds the lease (`owner`, `lease_expires_at`): do not work on that task; wait until lease_expires_at or pick another task.',
-      'An expired lease is taken over: took_over_from names the previous owner; load the checkpoint (svc_checkpoint) to continue its work.',
-      'To make a write conditional on still holding the lease, add {"field":"<task field>","version":<version returned here>,"kind":"fence"} to its based_on.',
-      '`invocation` as for svc_put.',
-      ERRORS,
-    ].join(' '),
-    schema: v.strictObject({
-      record,
-      field: v.pipe(v.string(), d('The task field to claim.')),
-      lease_seconds: v.optional(
-        v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(86_400), d('Lease length; 0 releases; omit for the field\'s default.')),
-      ),
-      renew: v.optional(v.pipe(v.boolean(), d('true: extend the lease you hold.'))),
-      invocation,
-    }),
-    annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    address: { record, field: v.pipe(v.string(), d('The task field to claim.')) },
     run(ctx, a) {
       const input = { ...recordOf(a), field: fieldOf(a), body: body(a, ['record', 'field']) };
       return invoke(operations.claim, ctx, input, TIMED);
@@ -298,24 +195,10 @@ export const TOOLS: readonly ToolDef[] = [
   },
   {
     name: 'svc_checkpoint',
-    title: 'Save or load your role\'s progress',
-    description: [
-      'A checkpoint is your role\'s progress document on a record, so that you or a replacement agent can continue the work.',
-      'action "save" with `document`: a JSON object of at most 64 KiB containing every section the class requires (e.g. {"summary": ..., "next_steps": ...}; INVALID_CHECKPOINT names missing ones).',
-      'It is saved for your role (one per role and record, the latest wins); the record must exist. Returns {record, role, checkpoint_id, record_version}.',
-      'Some classes require a role\'s checkpoint before status may be set to "resolved" (INVALID_CHECKPOINT on that svc_put): save first.',
-      'action "load" returns {record, role, document, record_version, changed_fields: [{field, version, author, evidence}]}: changed_fields are the fields written since the checkpoint was saved; re-read them with svc_get before acting on the document.',
-      'Without a checkpoint, document is null and changed_fields lists every field written so far.',
-      '`role`: load only, needed when you hold several roles in the class.',
-      ERRORS,
-    ].join(' '),
-    schema: v.strictObject({
+    address: {
       record,
       action: v.pipe(v.picklist(actionsOf('svc_checkpoint')), d('"save" your progress or "load" the last saved one.')),
-      document: v.optional(v.pipe(v.looseObject({}), d('save: the progress document, with every section the class requires.'))),
-      role: v.optional(v.pipe(v.string(), d('load: which of your roles (only when you hold several).'))),
-    }),
-    annotations: { destructiveHint: false, openWorldHint: false },
+    },
     run(ctx, a) {
       const r = recordOf(a);
       const action = address(a, 'action', '"save" or "load"', { record: a.record });
@@ -329,21 +212,7 @@ export const TOOLS: readonly ToolDef[] = [
   },
   {
     name: 'svc_query',
-    title: 'Find records by field values',
-    description: [
-      'Find records of a class whose current field values match every filter, oldest first.',
-      '`filters` {<field>: <value>}: exact match; a number, boolean or string matches that JSON value; a task field matches its owner (e.g. "apikey:alice"); append fields cannot be filtered.',
-      'Returns {class, records: [{record, record_version, fields}], next_after?}; append fields show only their entry count and latest entry.',
-      '`limit` 1 to 1000 (default 100); when next_after is present, call again with the same filters and after = next_after for the next page.',
-      ERRORS,
-    ].join(' '),
-    schema: v.strictObject({
-      class: v.pipe(v.string(), d('The class name, e.g. "incident".')),
-      filters: v.optional(v.pipe(v.looseObject({}), d('{<field>: <value>}: every filter must match.'))),
-      limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000), d('Records per page (default 100).'))),
-      after: v.optional(v.pipe(v.string(), d('The next_after of the previous page.'))),
-    }),
-    annotations: { readOnlyHint: true, openWorldHint: false },
+    address: { class: v.pipe(v.string(), d('The class name, e.g. "incident".')) },
     run(ctx, a) {
       const cls = address(a, 'class', 'the class name, e.g. "incident"');
       const input = {
@@ -372,14 +241,53 @@ if (undeclared.length > 0 || missing.length > 0) {
   throw new Error(`MCP tools and the operation table disagree: not declared ${JSON.stringify(undeclared)}, not defined ${JSON.stringify(missing)}`);
 }
 
-/** The tools/list answer; schemas are converted once. */
-export const TOOL_LIST: Tool[] = TOOLS.map((t) => ({
-  name: t.name,
-  title: t.title,
-  description: t.description,
-  inputSchema: toJsonSchema(t.schema) as Tool['inputSchema'],
-  ...(t.annotations ? { annotations: { title: t.title, ...t.annotations } } : {}),
-}));
+/** The operations that declare a tool, in table order (one, or one per `action`). */
+function declaring(tool: string): McpSurface[] {
+  return (Object.values(operations) as Operation[]).flatMap((o) => (o.mcp?.tool === tool ? [o.mcp] : []));
+}
+
+/**
+ * A tool's listing, from its operations' declarations. With several actions, an argument of
+ * one action is optional for the tool, the description joins the actions' sentences in order,
+ * and the tool is read-only only when every action is.
+ */
+export function listing(tool: ToolDef): Tool {
+  const ops = declaring(tool.name);
+  const several = ops.length > 1;
+  const entries: v.ObjectEntries = { ...tool.address };
+  const required = new Set(Object.keys(tool.address));
+  for (const o of ops) {
+    for (const [k, schema] of Object.entries(o.args)) {
+      // Several actions: each takes its own arguments, so none is required of the tool.
+      entries[k] = several && schema.type !== 'optional' ? v.optional(schema) : schema;
+      if (!several && o.required?.includes(k)) required.add(k);
+    }
+  }
+  const json = toJsonSchema(v.strictObject(entries), {
+    // v.custom and v.check cannot be said in JSON Schema; the schemas carry v.metadata for them.
+    errorMode: 'ignore',
+  }) as Record<string, unknown>;
+  const props = Object.keys(json.properties as object);
+  json.required = props.filter((k) => required.has(k) || (json.required as string[] | undefined)?.includes(k));
+  const annotations: NonNullable<Tool['annotations']> = { title: ops[0].title };
+  for (const o of ops) {
+    for (const [k, val] of Object.entries(o.annotations) as [keyof McpSurface['annotations'], boolean][]) {
+      if (k === 'readOnlyHint') continue;
+      annotations[k] ??= val;
+    }
+  }
+  if (ops.every((o) => o.annotations.readOnlyHint)) annotations.readOnlyHint = true;
+  return {
+    name: tool.name,
+    title: ops[0].title,
+    description: ops.flatMap((o) => o.description).join(' '),
+    inputSchema: json as Tool['inputSchema'],
+    annotations,
+  };
+}
+
+/** The tools/list answer, built once. */
+export const TOOL_LIST: Tool[] = TOOLS.map(listing);
 
 /** `structuredContent` is the HTTP body and `content[0].text` the same JSON (decisions §7). */
 export function toolResult(body: Record<string, unknown>, isError: boolean): CallToolResult {

@@ -3,12 +3,18 @@
  * gRPC RPC and the MCP tool come from the operation table, and the transports build their
  * method table and tool list from it (a disagreement stops the start).
  */
+import * as v from 'valibot';
+import { toJsonSchema } from '@valibot/to-json-schema';
 import { expect, test } from 'vitest';
 import { appendBody } from '../../handlers/append.js';
+import { MAX_PREMISES } from '../../handlers/body.js';
 import { saveBody } from '../../handlers/checkpoint-save.js';
-import { claimBody } from '../../handlers/claim.js';
+import { loadParams } from '../../handlers/checkpoint-load.js';
+import { claimBody, MAX_LEASE_SECONDS } from '../../handlers/claim.js';
+import { getParams, MAX_ENTRIES_LIMIT } from '../../handlers/get.js';
 import { operations, type Operation } from '../../handlers/index.js';
 import { putBody } from '../../handlers/put.js';
+import { queryParams, QUERY_LIMIT_MAX } from '../../handlers/query.js';
 import { loadSvcProto } from '../../runtime/grpc/proto.js';
 import { SERVICE_NAME } from '../../runtime/grpc/server.js';
 import { TOOL_LIST } from '../../runtime/mcp/tools.js';
@@ -55,5 +61,52 @@ test('the write tools list exactly the keys of their handler body schemas', () =
   expect(props('svc_append')).toEqual(keys(appendBody, 'record', 'field'));
   expect(props('svc_claim')).toEqual(keys(claimBody, 'record', 'field'));
   // svc_checkpoint carries save (its body) and load (`role`, a query parameter on HTTP).
-  expect(props('svc_checkpoint')).toEqual(keys(saveBody, 'record', 'action', 'role'));
+  expect(props('svc_checkpoint')).toEqual([...keys(saveBody, 'record', 'action'), ...Object.keys(loadParams.entries)].sort());
+  // The reads: their handlers' parameter schemas, whose keys are also the names they accept.
+  expect(props('svc_get')).toEqual(keys(getParams, 'record'));
+  expect(props('svc_query')).toEqual(keys(queryParams, 'class'));
+});
+
+/**
+ * Every argument's JSON Schema is the conversion of the handler's own schema entry (its
+ * description, bounds and types), so the listing cannot say one thing and the handler
+ * accept another: change a bound in a handler and this listing follows.
+ */
+test('each tool argument is converted from the schema entry its operation declares', () => {
+  const convert = (s: v.GenericSchema) => {
+    const { $schema: _, ...json } = toJsonSchema(s, { errorMode: 'ignore' }) as Record<string, unknown>;
+    return json;
+  };
+  let checked = 0;
+  for (const o of ops) {
+    if (!o.mcp) continue;
+    const tool = TOOL_LIST.find((t) => t.name === o.mcp!.tool)!;
+    const properties = (tool.inputSchema as { properties: Record<string, unknown> }).properties;
+    for (const [k, entry] of Object.entries(o.mcp.args)) {
+      const inner = entry.type === 'optional' ? (entry as unknown as { wrapped: v.GenericSchema }).wrapped : entry;
+      expect(properties[k], `${tool.name}.${k}`).toEqual(convert(inner as v.GenericSchema));
+      checked++;
+    }
+  }
+  expect(checked).toBe(20);
+  // A few that matter to a model: bounds from the handlers' constants.
+  const props = (tool: string) => (TOOL_LIST.find((t) => t.name === tool)!.inputSchema as any).properties;
+  expect(props('svc_get').entries_limit.maximum).toBe(MAX_ENTRIES_LIMIT);
+  expect(props('svc_query').limit.maximum).toBe(QUERY_LIMIT_MAX);
+  expect(props('svc_claim').lease_seconds.maximum).toBe(MAX_LEASE_SECONDS);
+  expect(props('svc_put').based_on.maxItems).toBe(MAX_PREMISES);
+  expect(props('svc_put').expected_version).toMatchObject({ type: 'integer', minimum: 0 });
+  expect(props('svc_put').invocation.type).toBe('object');
+});
+
+test('a tool carrying several actions: arguments optional, sentences joined, read-only only if every action is', () => {
+  const cp = TOOL_LIST.find((t) => t.name === 'svc_checkpoint')!;
+  expect(cp.inputSchema.required).toEqual(['record', 'action']);
+  const sentences = ops.filter((o) => o.mcp?.tool === 'svc_checkpoint').flatMap((o) => o.mcp!.description);
+  expect(cp.description).toBe(sentences.join(' '));
+  expect(cp.annotations?.readOnlyHint).toBeUndefined();
+  expect(TOOL_LIST.find((t) => t.name === 'svc_get')!.annotations?.readOnlyHint).toBe(true);
+  // append declares evidence required for a successful call though its handler parses it optional.
+  expect(TOOL_LIST.find((t) => t.name === 'svc_append')!.inputSchema.required).toContain('evidence');
+  expect(v.safeParse(appendBody, { entry: 1 }).success).toBe(true);
 });
