@@ -4,8 +4,9 @@
  * (~2 min), `--smoke` (seconds; what test/bench/smoke.test.ts runs).
  *
  * Starts PostgreSQL (embedded in a temp dir, or KSLATE_BENCH_DATABASE_URL), applies the schema,
- * seeds set-based, starts `kslate serve` as a child process, drives it with autocannon, runs the
- * raw-SQL baseline with the pg driver in the same run, prints one Markdown table and writes
+ * seeds set-based, starts `kslate serve` as a child process, drives it with autocannon, runs a
+ * minimal reference gateway (bench/lib/reference.mjs) and the raw-SQL baseline with the pg
+ * driver in the same run, prints one Markdown table and writes
  * it as JSON under bench/results/. See docs/performance.md.
  *
  * Plain ESM JavaScript on purpose: Node 20 cannot run TypeScript, the project has no TS runner,
@@ -38,6 +39,7 @@ import {
 import { grpcServerBuilt, mcpServerBuilt, startGateway, writeConfig } from './lib/gateway.mjs';
 import { capturePlans } from './lib/plans.mjs';
 import { detectLock } from './lib/raw.mjs';
+import { installReference, startReference, uninstallReference } from './lib/reference.mjs';
 import { summarizeProfile } from './lib/profile.mjs';
 import { evaluateTargets, renderTable } from './lib/report.mjs';
 import {
@@ -182,6 +184,16 @@ async function main() {
 
     const conf = writeConfig(cfg.identities);
     cleanups.push(async () => conf.cleanup());
+    // The minimal reference gateway (issue 15): the design bar for put and get, same database,
+    // same records, same load, measured in the same run (bench/lib/reference.mjs).
+    let ref = null;
+    if (only.includes('put') || only.includes('get')) {
+      await withClient(db.url, (c) => installReference(c));
+      cleanups.push(() => withClient(db.url, (c) => uninstallReference(c)));
+      ref = await startReference({ databaseUrl: db.url, identities: cfg.identities });
+      cleanups.push(() => ref.stop());
+    }
+
     const wantGrpc = only.includes('grpc') && grpcServerBuilt(ROOT);
     if (profileDir) mkdirSync(profileDir, { recursive: true });
     const gw = await startGateway({
@@ -196,9 +208,11 @@ async function main() {
     });
     cleanups.push(() => gw.stop());
     say(`gateway pid ${gw.pid} at ${gw.url}${gw.grpcPort ? ` (gRPC :${gw.grpcPort})` : ''}`);
+    if (ref) say(`reference gateway pid ${ref.pid} at ${ref.url}`);
 
     const ctx = {
       cfg,
+      ref,
       root: ROOT,
       url: gw.url,
       gw,
@@ -241,6 +255,11 @@ async function main() {
       rows.push(...(await halfPeakScenario(ctx, peak)));
     }
     await runOne('get', () => getScenario(ctx));
+    if (ref) {
+      if (ref.exited) say(`WARNING: the reference gateway exited: ${JSON.stringify(ref.exited)}\n${ref.tail.join('\n')}`);
+      await ref.stop();
+      ctx.ref = null;
+    }
     const hot = await runOne('hot', () => hotScenario(ctx));
     if (hot[0] && !hot[0].proof.ok) failed = true;
     await runOne('claim', () => claimScenario(ctx));

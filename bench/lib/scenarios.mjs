@@ -2,7 +2,7 @@
  * The scenarios of issue #5. Each returns result rows:
  * { scenario, transport, clients, rps, p50, p99, peakRssMb, cpu, ok, responses, codes, ... }.
  */
-import { CLASS, FIELDS, HIST_RID, HOT, QCLASS, TEAMS, checkpoint } from './db.mjs';
+import { CLASS, FIELDS, HIST_RID, HOT, QCLASS, TEAMS, checkpoint, withClient } from './db.mjs';
 import { authOf } from './gateway.mjs';
 import { Latencies, ownedIndex, randInt, round } from './util.mjs';
 import { Probe, cannon, keepAliveAgent, openLoop } from './load.mjs';
@@ -91,6 +91,40 @@ export async function floorScenario(ctx) {
   return [pgRow, httpRow];
 }
 
+// ---- the reference gateway (bench/lib/reference.mjs) -----------------------------------------
+
+/** STALE answers of an HTTP run (a put client whose versions went out of sync would show here). */
+const staleOf = (run) => run.codes?.[409] ?? 0;
+
+/**
+ * The same load (same clients, same records, same `ctx.versions`) against the reference
+ * gateway, right after the kslate run, after a CHECKPOINT. Its CPU and RSS are measured as the
+ * kslate gateway's are (the probe's "gateway" is the reference's process here). Returns its
+ * row, or null when the harness runs no reference. Waits until its idle pool connections have
+ * closed, so the raw-SQL run after it has the database's connection slots.
+ */
+async function referenceRun(ctx, scenario, c, perClient, duration) {
+  if (!ctx.ref) return null;
+  const { cfg } = ctx;
+  await checkpoint(ctx.dbUrl);
+  const refCtx = {
+    ...ctx,
+    url: ctx.ref.url,
+    probeEnv: { ...ctx.probeEnv, gatewayPid: ctx.ref.pid, sampler: ctx.ref.sampler, gcEvents: null },
+  };
+  const h = await cannonMeasured(refCtx, { connections: c, perClient, warmup: cfg.warmup, duration });
+  const r = row(scenario, 'reference', c, h.run, h.probe, scenario === 'put' ? { stale: staleOf(h.run) } : {});
+  if (ctx.ref.exited) throw new Error(`the reference gateway exited: ${JSON.stringify(ctx.ref.exited)}\n${ctx.ref.tail.join('\n')}`);
+  await ctx.ref.drained(ctx.dbUrl, withClient);
+  return r;
+}
+
+function addRefRatio(http, ref, of) {
+  if (!ref) return;
+  http.ratio_ref = ref.rps > 0 ? round(http.rps / ref.rps, 2) : null;
+  http.ratio_ref_of = of;
+}
+
 // ---- put ----------------------------------------------------------------------------------
 
 /** Per-connection put requests: a random record of its own, with the version it knows. */
@@ -138,7 +172,8 @@ export async function putScenario(ctx) {
       warmup: cfg.warmup,
       duration: cfg.duration,
     });
-    const http = row('put', 'http', c, h.run, h.probe);
+    const http = row('put', 'http', c, h.run, h.probe, { stale: staleOf(h.run) });
+    const ref = await referenceRun(ctx, 'put', c, (i) => putClient(ctx, i, c), cfg.duration);
     await checkpoint(ctx.dbUrl);
     const counters = new Array(c).fill(0);
     const r = await rawRun({
@@ -156,8 +191,13 @@ export async function putScenario(ctx) {
     const raw = row('put', 'raw', c, r, r.probe, { stale: r.other });
     http.ratio = round(http.rps / raw.rps, 2);
     http.ratio_of = 'raw SQL put';
-    rows.push(http, raw);
-    say(`  put@${c}: http ${http.rps} req/s (p50 ${http.p50} ms, p99 ${http.p99} ms), raw ${raw.rps} tx/s -> ${http.ratio}`);
+    addRefRatio(http, ref, 'reference gateway put');
+    rows.push(http, ...(ref ? [ref] : []), raw);
+    say(
+      `  put@${c}: http ${http.rps} req/s (p50 ${http.p50} ms, p99 ${http.p99} ms, STALE ${http.stale}), ` +
+        `${ref ? `reference ${ref.rps} req/s (p50 ${ref.p50} ms, STALE ${ref.stale}), ` : ''}raw ${raw.rps} tx/s (STALE ${raw.stale}) ` +
+        `-> ${http.ratio} of raw${ref ? `, ${http.ratio_ref} of reference` : ''}`,
+    );
   }
   return rows;
 }
@@ -262,6 +302,18 @@ export async function halfPeakScenario(ctx, peakRps) {
 
 // ---- get ----------------------------------------------------------------------------------
 
+/** Per-connection get requests: a random seeded record, every field. */
+function getClient(ctx, i) {
+  const { cfg } = ctx;
+  return [
+    {
+      method: 'GET',
+      headers: { authorization: authOf(i % cfg.identities) },
+      setupRequest: (req) => ({ ...req, path: `/v1/records/${CLASS}/r-${randInt(cfg.sizes.put)}` }),
+    },
+  ];
+}
+
 export async function getScenario(ctx) {
   const { cfg, say } = ctx;
   const rows = [];
@@ -270,17 +322,13 @@ export async function getScenario(ctx) {
     await checkpoint(ctx.dbUrl);
     const h = await cannonMeasured(ctx, {
       connections: c,
-      perClient: (i) => [
-        {
-          method: 'GET',
-          headers: { authorization: authOf(i % cfg.identities) },
-          setupRequest: (req) => ({ ...req, path: `/v1/records/${CLASS}/r-${randInt(cfg.sizes.put)}` }),
-        },
-      ],
+      perClient: (i) => getClient(ctx, i),
       warmup: cfg.warmup,
       duration: cfg.duration,
     });
     const http = row('get', 'http', c, h.run, h.probe);
+    const ref = await referenceRun(ctx, 'get', c, (i) => getClient(ctx, i), cfg.duration);
+    if (ref) await checkpoint(ctx.dbUrl);
     const r = await rawRun({
       url: ctx.dbUrl,
       clients: c,
@@ -292,8 +340,13 @@ export async function getScenario(ctx) {
     const raw = row('get', 'raw', c, r, r.probe);
     http.ratio = round(http.rps / raw.rps, 2);
     http.ratio_of = 'raw SQL get';
-    rows.push(http, raw);
-    say(`  get@${c}: http ${http.rps} req/s (p50 ${http.p50} ms, p99 ${http.p99} ms), raw ${raw.rps} reads/s -> ${http.ratio}`);
+    addRefRatio(http, ref, 'reference gateway get');
+    rows.push(http, ...(ref ? [ref] : []), raw);
+    say(
+      `  get@${c}: http ${http.rps} req/s (p50 ${http.p50} ms, p99 ${http.p99} ms), ` +
+        `${ref ? `reference ${ref.rps} req/s (p50 ${ref.p50} ms), ` : ''}raw ${raw.rps} reads/s -> ${http.ratio} of raw` +
+        `${ref ? `, ${http.ratio_ref} of reference` : ''}`,
+    );
   }
   return rows;
 }
