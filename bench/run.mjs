@@ -248,6 +248,7 @@ async function main() {
     const top = cfg.levels[cfg.levels.length - 1];
     await runOne('floor', () => floorScenario(ctx));
     const putRows = await runOne('put', () => putScenario(ctx));
+    if (putRows.some((r) => r.history_check && !r.history_check.ok)) failed = true;
     const httpPuts = putRows.filter((r) => r.transport === 'http');
     if (httpPuts.length > 0) {
       const peak = Math.max(...httpPuts.map((r) => r.rps));

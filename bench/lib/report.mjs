@@ -41,6 +41,18 @@ export function evaluateTargets(rows, ctx) {
   add('history_p50', `history newest-1000 p50, ${ctx.cfg.sizes.history.toLocaleString('en')} rows`, h, h?.p50, 'ms', '≤ 20 ms', h?.p50 <= 20,
     ctx.cfg.sizes.history < 100_000 ? 'fewer rows than the 100,000 of the target (--quick/--smoke)' : undefined);
   add('rss', 'gateway peak RSS, whole run', null, ctx.peakRssMb, 'MB', '≤ 200 MB', ctx.peakRssMb <= 200);
+  const hc = rows.find((r) => r.scenario === 'put' && r.history_check)?.history_check;
+  if (hc) {
+    targets.push({
+      id: 'put_history_check',
+      label: `put: f1 of ${hc.records} records at the version their applied history leads to (kslate, reference and raw writers)`,
+      value: hc.applied,
+      unit: 'applied history rows',
+      want: 'every record',
+      result: hc.ok ? 'PASS' : 'FAIL',
+      note: hc.ok ? undefined : `${hc.bad} records disagree: ${hc.examples.join('; ')}`,
+    });
+  }
   const hot = find('hot', 'http');
   if (hot) {
     const t = {

@@ -199,7 +199,36 @@ export async function putScenario(ctx) {
         `-> ${http.ratio} of raw${ref ? `, ${http.ratio_ref} of reference` : ''}`,
     );
   }
+  // kslate, the reference and raw SQL wrote the same records in turn: every record's f1 must
+  // stand at the version its applied history rows lead to (1, 2, ... each once). Nothing is in
+  // flight: the raw run, last at each level, awaits its transactions.
+  const check = await putHistoryCheck(ctx);
+  const top = rows.filter((r) => r.transport === 'http').at(-1);
+  if (top) top.history_check = check;
+  say(`  put: ${check.records} records, ${check.applied} applied history rows; field version = applied versions 1..v: ${check.ok ? 'yes' : `NO on ${check.bad} records (${check.examples.join(', ')})`}`);
   return rows;
+}
+
+/** Do the f1 fields of bench/r-* agree with their applied history rows (all three writers)? */
+async function putHistoryCheck(ctx) {
+  const { rows } = await withClient(ctx.dbUrl, (c) =>
+    c.query(
+      `select r.rid, f.version, h.n, h.d, h.m
+       from records r join fields f on f.record_id = r.id and f.name = 'f1'
+       cross join lateral (select count(*)::int as n, count(distinct version)::int as d, max(version)::int as m
+                           from history h where h.class = r.class and h.rid = r.rid and h.field = 'f1' and h.outcome = 'applied') h
+       where r.class = $1 and r.rid like 'r-%'`,
+      [CLASS],
+    ),
+  );
+  const bad = rows.filter((x) => !(x.version === x.n && x.n === x.d && x.d === x.m));
+  return {
+    ok: bad.length === 0,
+    records: rows.length,
+    applied: rows.reduce((a, x) => a + x.n, 0),
+    bad: bad.length,
+    examples: bad.slice(0, 5).map((x) => `${x.rid}: field v${x.version}, ${x.n} applied rows, ${x.d} distinct, max v${x.m}`),
+  };
 }
 
 /**
