@@ -133,6 +133,21 @@ export interface FieldWrite {
   history: Pick<HistoryInsert, 'op' | 'expected_version'>;
 }
 
+/**
+ * The common write decided and applied in one round trip (`Db.tryWrite`): a put or append of a
+ * value field whose only checks left after the gateway's own are the ones below, judged under
+ * the record's lock. The new version is the field's current version + 1.
+ */
+export interface TryWrite {
+  class: string;
+  rid: string;
+  write: Omit<FieldWrite, 'version' | 'owner' | 'lease_expires_at'> & { kind: 'versioned' | 'soft' | 'append' };
+  /** The field must be at this version (a versioned put's expected_version); null: no check. */
+  expectVersion: number | null;
+  /** Each must still hold: the field at that version; a fence, leased by the writer, unexpired. */
+  premises: readonly StoredPremise[];
+}
+
 /** A locked record inside a write transaction (checks from HELD onward run here). */
 export interface WriteTx {
   /** The locked record, or null when it does not exist yet (creation is serialised). */
@@ -211,6 +226,11 @@ export interface Db {
    * A rejection returned by `fn` commits its history row; a throw rolls everything back.
    */
   write<T>(cls: string, rid: string, fieldNames: string[], fn: (tx: WriteTx) => Promise<T>): Promise<T>;
+  /**
+   * Apply `t` in one round trip when every check in it holds; null when any does not, having
+   * written nothing (the caller then runs `write`, which decides the exact answer).
+   */
+  tryWrite(t: TryWrite): Promise<{ version: number; record_version: number; created: boolean } | null>;
   listClasses(): Promise<ClassRow[]>;
   /** Upsert live classes and mark every other class gone, in one transaction. */
   applyClasses(live: ClassUpsert[], refused: { name: string; reason: string }[], markGone: boolean): Promise<void>;

@@ -6,7 +6,8 @@ import * as v from 'valibot';
 import { basedOnSchema, bodyObject, declareNoPremisesSchema, resolvePremises, lenientInvocation, lenientPremises, invocationSchema, parseWith, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
-import { runWrite, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
+import type { StoredPremise } from '../db/port.js';
+import { runWrite, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
 import { valueProblem } from './values.js';
 
 export interface AppendInput {
@@ -84,23 +85,36 @@ const appendOp: WriteOp<AppendBody> = {
 
   async apply(tx, b, ctx, access, field, def, basedOn): Promise<Outcome> {
     const seq = (tx.fields.get(field)?.version ?? 0) + 1;
-    const res = await tx.applyField({
-      field,
-      kind: def.kind,
-      value: b.entry,
-      version: seq,
-      author: ctx.identity.author,
-      identity_strength: ctx.identity.strength,
-      evidence: b.evidence,
-      based_on: basedOn,
-      invocation: b.invocation,
-      history: { op: 'append', expected_version: null },
-    });
-    ctx.metrics.write(access.cls.name, field, 'applied');
-    return { created: res.created, body: { record: access.record, field, seq, record_version: res.record_version } };
+    const res = await tx.applyField({ ...fieldWrite(b, ctx, field, basedOn), version: seq });
+    return outcome(ctx, access, field, { ...res, version: seq });
+  },
+
+  fast: {
+    write: (b, ctx, _access, field, _def, basedOn) => ({ write: fieldWrite(b, ctx, field, basedOn), expectVersion: null }),
+    outcome,
   },
 };
 
 export function append(ctx: Ctx, input: AppendInput): Promise<Outcome> {
   return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, appendOp);
+}
+
+/** The field write of an applied append, on either path; the seq is decided under the lock. */
+function fieldWrite(b: AppendBody, ctx: Ctx, field: string, basedOn: StoredPremise[] | null) {
+  return {
+    field,
+    kind: 'append' as const,
+    value: b.entry,
+    author: ctx.identity.author,
+    identity_strength: ctx.identity.strength,
+    evidence: b.evidence,
+    based_on: basedOn,
+    invocation: b.invocation,
+    history: { op: 'append' as const, expected_version: null },
+  };
+}
+
+function outcome(ctx: Ctx, access: Access, field: string, res: { version: number; record_version: number; created: boolean }): Outcome {
+  ctx.metrics.write(access.cls.name, field, 'applied');
+  return { created: res.created, body: { record: access.record, field, seq: res.version, record_version: res.record_version } };
 }

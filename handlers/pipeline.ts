@@ -13,7 +13,7 @@
  *                                                         INVALID_CHECKPOINT (gate)
  *                                                      14 STALE_PREMISE   ┘
  */
-import type { FieldRow, HistoryInsert, HistoryValue, StoredPremise, WriteTx } from '../db/port.js';
+import type { FieldRow, HistoryInsert, HistoryValue, StoredPremise, TryWrite, WriteTx } from '../db/port.js';
 import { lenientObject, textProblem, type RawBody } from './body.js';
 import { rolesOf, type CompiledClass, type CompiledRole } from './class-registry.js';
 import type { Ctx } from './context.js';
@@ -235,6 +235,21 @@ export interface WriteOp<B> {
   gate?(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string): Promise<Rejection | null>;
   /** Everything passed: change the field. `basedOn` is what to store (explicit or inferred). */
   apply(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string, def: FieldDef, basedOn: StoredPremise[] | null): Promise<Outcome>;
+  /**
+   * The one-round-trip path (put, append): the write `Db.tryWrite` applies when the version
+   * and premise checks hold under the lock, or null when this write must take the full
+   * transaction (a check tryWrite does not make, such as the resolve gate).
+   */
+  fast?: {
+    write(b: B, ctx: Ctx, access: Access, field: string, def: FieldDef, basedOn: StoredPremise[] | null): FastWrite | null;
+    outcome(ctx: Ctx, access: Access, field: string, applied: { version: number; record_version: number; created: boolean }): Outcome;
+  };
+}
+
+/** What a write operation hands `Db.tryWrite`. */
+export interface FastWrite {
+  write: TryWrite['write'];
+  expectVersion: number | null;
 }
 
 /** What a history row records about a write attempt. */
@@ -317,17 +332,25 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
   const basedOn = explicit ?? (premises.length > 0 ? premises : null);
   const facts: WriteFacts = { ...op.facts(b), based_on: basedOn };
 
+  const wantsEvidence =
+    op.needsEvidence === 'always' || (op.needsEvidence === 'class' && (access.cls.spec.requireEvidence || def.requireEvidence));
+  const evidenceMissing = wantsEvidence && (typeof facts.evidence !== 'string' || facts.evidence.trim() === '');
+
+  // The common case in one round trip: every check left is judged under the lock by
+  // tryWrite, which writes nothing when one fails; the full transaction below then decides
+  // the exact rejection (with its history row) under a fresh lock.
+  const fast = op.fast && !evidenceMissing ? op.fast.write(b, ctx, access, field, def, basedOn) : null;
+  const applied = fast ? await ctx.db.tryWrite({ class: className, rid: id, ...fast, premises }) : null;
+
   const lockNames = [...new Set([field, ...premises.map((p) => p.field)])];
-  const result = await ctx.db.write(className, id, lockNames, async (tx) => {
+  const result = applied ? op.fast!.outcome(ctx, access, field, applied) : await ctx.db.write(className, id, lockNames, async (tx) => {
     const rejected = async (r: Rejection) => {
       if (r.outcome) await tx.insertHistory(await historyRow(ctx, className, id, field, op.op, r.outcome, facts, r.keep));
       return r.error;
     };
     const held = op.held?.(tx, b, ctx, access, field); // 11
     if (held) return rejected(held);
-    const wantsEvidence =
-      op.needsEvidence === 'always' || (op.needsEvidence === 'class' && (access.cls.spec.requireEvidence || def.requireEvidence));
-    if (wantsEvidence && (typeof facts.evidence !== 'string' || facts.evidence.trim() === '')) {
+    if (evidenceMissing) {
       // 12
       return rejected({
         error: new SvcError(

@@ -5,12 +5,13 @@
  */
 import * as v from 'valibot';
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
-import type { FieldRow } from '../db/port.js';
+import type { FieldRow, StoredPremise } from '../db/port.js';
 import { basedOnSchema, bodyObject, issuesMessage, declareNoPremisesSchema, resolvePremises, lenientInvocation, lenientPremises, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { byteLength, formatTime, KIB } from './format.js';
-import { canRead, runWrite, type Outcome, type Rejection, type WriteFacts, type WriteOp } from './pipeline.js';
+import { canRead, runWrite, type Access, type Outcome, type Rejection, type WriteFacts, type WriteOp } from './pipeline.js';
+import type { FieldDef } from './types.js';
 import { valueProblem } from './values.js';
 
 export interface PutInput {
@@ -149,9 +150,8 @@ const putOp: WriteOp<PutBody> = {
   },
 
   async gate(tx, b, ctx, access, field): Promise<Rejection | null> {
-    // Setting status to resolved needs a checkpoint from every role the class names.
+    if (!gated(b, access, field)) return null;
     const required = access.cls.spec.checkpoint?.requiredForResolve ?? [];
-    if (field !== 'status' || b.value !== 'resolved' || required.length === 0) return null;
     const saved = new Set(await tx.checkpointRoles());
     const missing = required.filter((r) => !saved.has(r));
     if (missing.length === 0) return null;
@@ -167,27 +167,49 @@ const putOp: WriteOp<PutBody> = {
   },
 
   async apply(tx, b, ctx, access, field, def, basedOn): Promise<Outcome> {
-    const cur = tx.fields.get(field);
-    const version = (cur?.version ?? 0) + 1;
-    const res = await tx.applyField({
-      field,
-      kind: def.kind,
-      value: b.value,
-      version,
-      author: ctx.identity.author,
-      identity_strength: ctx.identity.strength,
-      evidence: b.evidence,
-      based_on: basedOn,
-      invocation: b.invocation,
-      history: { op: 'put', expected_version: b.expected_version },
-    });
-    ctx.metrics.write(access.cls.name, field, 'applied');
-    return {
-      created: res.created,
-      body: { record: access.record, field, version, record_version: res.record_version },
-    };
+    const version = (tx.fields.get(field)?.version ?? 0) + 1;
+    const res = await tx.applyField({ ...fieldWrite(b, ctx, field, def, basedOn), version });
+    return outcome(ctx, access, field, { ...res, version });
+  },
+
+  fast: {
+    write(b, ctx, access, field, def, basedOn) {
+      // The resolve gate reads the record's checkpoints: the full transaction judges it.
+      if (gated(b, access, field)) return null;
+      return { write: fieldWrite(b, ctx, field, def, basedOn), expectVersion: b.soft ? null : b.expected_version };
+    },
+    outcome,
   },
 };
+
+/** Whether the resolve gate applies: status set to resolved where the class requires checkpoints. */
+function gated(b: PutBody, access: Access, field: string): boolean {
+  const required = access.cls.spec.checkpoint?.requiredForResolve ?? [];
+  return field === 'status' && b.value === 'resolved' && required.length > 0;
+}
+
+/** The field write of an applied put, on either path; the version is decided under the lock. */
+function fieldWrite(b: PutBody, ctx: Ctx, field: string, def: FieldDef, basedOn: StoredPremise[] | null) {
+  return {
+    field,
+    kind: def.kind as 'versioned' | 'soft',
+    value: b.value,
+    author: ctx.identity.author,
+    identity_strength: ctx.identity.strength,
+    evidence: b.evidence,
+    based_on: basedOn,
+    invocation: b.invocation,
+    history: { op: 'put' as const, expected_version: b.expected_version },
+  };
+}
+
+function outcome(ctx: Ctx, access: Access, field: string, res: { version: number; record_version: number; created: boolean }): Outcome {
+  ctx.metrics.write(access.cls.name, field, 'applied');
+  return {
+    created: res.created,
+    body: { record: access.record, field, version: res.version, record_version: res.record_version },
+  };
+}
 
 function staleError(cur: FieldRow | undefined, b: PutBody, access: Parameters<typeof canRead>[0], field: string, current: number) {
   // A role that may write but not read the field learns only that it moved.

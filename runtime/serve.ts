@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { Hono } from 'hono';
 import { migrate } from '../db/migrate.js';
 import type { Logger } from '../handlers/context.js';
@@ -14,6 +15,13 @@ import { createApp, healthz, readyz } from './http/app.js';
 import { listenHttp } from './http/listen.js';
 import { nodePeer } from './http/node-peer.js';
 import { createServices, portInUse, type Services } from './services.js';
+
+/**
+ * One JSON-schema validator for every MCP request: the SDK builds a new Ajv (with its formats)
+ * for each `Server` unless given one, and a stateless server is made per POST, so that cost
+ * was paid on every tool call.
+ */
+const NODE_MCP = { jsonSchemaValidator: new AjvJsonSchemaValidator() };
 
 export interface Gateway {
   services: Services;
@@ -81,7 +89,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
 
   let api: { server: Server; port: number };
   try {
-    api = await listen(createApp(services, nodePeer).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
+    api = await listen(createApp(services, nodePeer, { mcp: NODE_MCP }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
   } catch (e) {
     throw await abandon(portInUse(e, cfg.listenPort, 'API port: --listen / KSLATE_LISTEN'));
   }

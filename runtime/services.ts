@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import { createPool, PgDb } from '../db/kysely/index.js';
+import { cancelOwnStatements, createPool, PgDb } from '../db/kysely/index.js';
 import { cachedRegistry, type ClassRegistry } from '../handlers/class-registry.js';
 import type { Ctx, Logger } from '../handlers/context.js';
 import type { Identity, IdentityProvider } from '../handlers/types.js';
@@ -116,9 +116,12 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
   let readiness: Readiness;
   let key: string | null = null;
   let closing = false;
+  // The request pool's sessions, by process, so a shutdown can cancel what it cut off.
+  const applicationName = `kslate ${hostname()}/${process.pid}`.slice(0, 63);
   const pool = createPool({
     connectionString: cfg.databaseUrl,
     timeoutMs: cfg.dbTimeoutMs,
+    applicationName,
     onPoolError: (e) =>
       // While stopping, lost connections are expected (`kslate dev`: Ctrl-C reaches PostgreSQL too).
       closing || readiness?.isDraining
@@ -187,6 +190,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     sweeper,
     async close(budgetMs = 5_000) {
       const deadline = Date.now() + budgetMs;
+      let cancelled = 0;
       for (const p of providers) (p as { close?: () => void }).close?.();
       const until = <T>(p: Promise<T>, ms: number) => {
         let t: NodeJS.Timeout | undefined;
@@ -197,12 +201,18 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
       // A running sweep stops between statements and releases its lease before the pool closes.
       await until(sweeper.stop(), Math.max(0, deadline - Date.now()));
       closing = true;
-      // pool.end() waits for every checked-out client; one stuck on a lock past the budget is
-      // left to the process exit (PostgreSQL rolls its transaction back).
-      return until(
-        Promise.all([db.kysely.destroy(), maintenanceDb.kysely.destroy()]).catch(() => undefined),
-        Math.max(500, deadline - Date.now()),
-      );
+      // pool.end() waits for every checked-out client. Statements still running past the
+      // budget (a write waiting for a row lock) are cancelled, so none commits after the
+      // request was cut off; their clients then end.
+      const ended = db.kysely.destroy().catch(() => undefined);
+      let clean = await until(ended, Math.max(500, deadline - Date.now()));
+      if (!clean) {
+        const n = await until(cancelOwnStatements(maintenancePool, applicationName).then((k) => void (cancelled = k)), 1_000);
+        if (n) log.warn(`cancelled ${cancelled} database statement${cancelled === 1 ? '' : 's'} still running at shutdown; they are rolled back`);
+        clean = await until(ended, 1_000);
+      }
+      await until(maintenanceDb.kysely.destroy().catch(() => undefined), 1_000);
+      return clean;
     },
   };
 }

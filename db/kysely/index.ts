@@ -19,6 +19,7 @@ import type {
   RecordRow,
   RoleSubjects,
   SweepDb,
+  TryWrite,
   WriteTx,
 } from '../port.js';
 import { toStorageFault } from '../errors.js';
@@ -45,7 +46,26 @@ export interface PgOptions {
   /** Called when a statement finds the schema missing, so the runtime can re-apply it. */
   onSchemaMissing?: () => void;
   onPoolError?: (e: Error) => void;
+  /** application_name of the sessions (at most 63 bytes). */
+  applicationName?: string;
 }
+
+/**
+ * Cancel the statements still running in this process's sessions (named `applicationName`),
+ * from a connection of `pool`: a write cut off at shutdown must not commit afterwards.
+ * Returns how many were cancelled.
+ */
+export async function cancelOwnStatements(pool: pg.Pool, applicationName: string): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    `select count(*) filter (where pg_cancel_backend(pid)) as n from pg_stat_activity
+      where application_name = $1 and pid <> pg_backend_pid() and state = 'active'`,
+    [applicationName],
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** How often a backend checks that its client is still connected (client_connection_check_interval). */
+export const CLIENT_CHECK_MS = 1_000;
 
 /** pg's client-side query timeout error (node_modules/pg/lib/client.js, `query_timeout`). */
 export const CLIENT_TIMEOUT_MESSAGE = 'Query read timeout';
@@ -98,12 +118,24 @@ export function poolConfig(opts: PgOptions): pg.PoolConfig {
     idle_in_transaction_session_timeout: timeoutMs,
     // After the server's own timeouts, so a live server answers 57014/55P03 first.
     query_timeout: timeoutMs + 1_000,
+    // Names the process's sessions in pg_stat_activity (and lets it cancel its own on exit).
+    ...(opts.applicationName ? { application_name: opts.applicationName } : {}),
     types,
   };
 }
 
 export function createPool(opts: PgOptions): pg.Pool {
-  const pool = new pg.Pool({ ...poolConfig(opts), Client: TimeoutSafeClient });
+  const pool = new pg.Pool({
+    ...poolConfig(opts),
+    Client: TimeoutSafeClient,
+    // A write is one autocommitted statement (kslate_try_write): were the connection lost
+    // while the statement waits for a row lock (the process killed, the client ended after a
+    // client-side timeout), the server would still commit it when the lock comes, unseen.
+    // With this (PostgreSQL 14+) the backend checks its client every second while it runs or
+    // waits and aborts the statement once the client is gone. A startup parameter, like the
+    // timeouts, so it costs no round trip.
+    options: `-c client_connection_check_interval=${CLIENT_CHECK_MS}`,
+  });
   // An idle client losing its server emits 'error' on the pool; without a listener Node
   // would crash. The pool replaces the client on next use, which is how we recover.
   pool.on('error', (e) => opts.onPoolError?.(e));
@@ -111,6 +143,15 @@ export function createPool(opts: PgOptions): pg.Pool {
 }
 
 const j = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+
+/**
+ * Hot statements go to the pool as named prepared statements (parsed and planned once per
+ * connection, then only bound and executed); Kysely sends every statement unnamed.
+ */
+export const TRY_WRITE = {
+  name: 'kslate_try_write',
+  text: 'select applied, version, record_version, created from kslate_try_write($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14)',
+};
 
 function mapField(r: Record<string, unknown>): FieldRow {
   return {
@@ -165,6 +206,16 @@ export class PgDb implements Db, SweepDb {
     this.kysely = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
   }
 
+  /**
+   * Run a hot statement as a named prepared statement: parsed and planned once per
+   * connection, then only bound and executed (Kysely sends every statement unnamed). The
+   * name must always go with the same text, so it names one statement shape.
+   */
+  private async named<R>(name: string, query: ReturnType<typeof sql>): Promise<{ rows: R[] }> {
+    const c = query.compile(this.kysely);
+    return this.pool.query<R & pg.QueryResultRow>({ name, text: c.sql, values: c.parameters as unknown[] });
+  }
+
   /** Every port call goes through here: driver faults become a StorageFault (the handlers answer 503 UNAVAILABLE). */
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
     try {
@@ -176,22 +227,28 @@ export class PgDb implements Db, SweepDb {
 
   readRecord(cls: string, rid: string, opts: ReadRecordOptions) {
     return this.guard(async () => {
-      const rec = await sql<Record<string, unknown>>`
-        select id, record_version, created_at from records where class = ${cls} and rid = ${rid}`.execute(this.kysely);
-      const r = rec.rows[0];
-      if (!r) return null;
-      const id = Number(r.id);
       const names = opts.fields;
-      // Values come along only when all the fields fit the budget (nearly always: a window
-      // over the whole set costs next to nothing). Otherwise fields are kept in name order
-      // while their running size stays within maxBytes (the first always) and only the kept
-      // ones' values are read, in a second statement; the rest come back `omitted`.
-      const fieldRows = await sql<Record<string, unknown>>`
-        select ${fieldColumns(sql`case when sum(${FIELD_BYTES}) over () <= ${opts.maxBytes} then f.value end`)},
-               ${FIELD_BYTES} as sz, sum(${FIELD_BYTES}) over () <= ${opts.maxBytes} as fits
-        from fields f
-        where f.record_id = ${id} ${names ? sql`and f.name = any(${names}::text[])` : sql``}
-        order by f.name`.execute(this.kysely);
+      // One statement: the record and its fields (a row per field, or one row with null
+      // field columns). Values come along only when all the fields fit the budget (nearly
+      // always: a window over the whole set costs next to nothing). Otherwise fields are kept
+      // in name order while their running size stays within maxBytes (the first always) and
+      // only the kept ones' values are read, in a second statement; the rest come back `omitted`.
+      const res = await this.named<Record<string, unknown>>(
+        names ? 'kslate_read_record_some' : 'kslate_read_record',
+        sql`
+        select r.id as rec_id, r.record_version as rec_version, r.created_at as rec_created, f.*
+        from records r left join lateral (
+          select ${fieldColumns(sql`case when sum(${FIELD_BYTES}) over () <= ${opts.maxBytes} then f.value end`)},
+                 ${FIELD_BYTES} as sz, sum(${FIELD_BYTES}) over () <= ${opts.maxBytes} as fits
+          from fields f
+          where f.record_id = r.id ${names ? sql`and f.name = any(${names}::text[])` : sql``}) f on true
+        where r.class = ${cls} and r.rid = ${rid}
+        order by f.name`,
+      );
+      const r = res.rows[0];
+      if (!r) return null;
+      const id = Number(r.rec_id);
+      const fieldRows = { rows: res.rows.filter((row) => row.name !== null) };
       const fields = fieldRows.rows.map(mapField);
       if (fieldRows.rows.length > 0 && !fieldRows.rows[0].fits) {
         let running = 0;
@@ -228,8 +285,8 @@ export class PgDb implements Db, SweepDb {
         id,
         class: cls,
         rid,
-        record_version: Number(r.record_version),
-        created_at: r.created_at as Date,
+        record_version: Number(r.rec_version),
+        created_at: r.rec_created as Date,
         fields,
       };
       return out;
@@ -301,6 +358,35 @@ export class PgDb implements Db, SweepDb {
   insertRejection(row: HistoryInsert) {
     return this.guard(async () => {
       await insertHistory(this.kysely, row, null);
+    });
+  }
+
+  tryWrite(t: TryWrite) {
+    return this.guard(async () => {
+      const w = t.write;
+      const res = await this.pool.query<{ applied: boolean; version: number; record_version: number; created: boolean }>({
+        name: TRY_WRITE.name,
+        text: TRY_WRITE.text,
+        values: [
+          t.class,
+          t.rid,
+          w.field,
+          w.kind,
+          t.expectVersion,
+          t.premises.length > 0 ? JSON.stringify(t.premises) : null,
+          w.author,
+          w.identity_strength,
+          j(w.value),
+          w.evidence,
+          j(w.based_on),
+          j(w.invocation),
+          w.history.op,
+          w.history.expected_version ?? null,
+        ],
+      });
+      const row = res.rows[0];
+      if (!row?.applied) return null;
+      return { version: Number(row.version), record_version: Number(row.record_version), created: row.created };
     });
   }
 

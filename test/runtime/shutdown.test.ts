@@ -225,6 +225,8 @@ describe('kslate serve on SIGTERM', { timeout: 90_000 }, () => {
       expect(await hung).toBeInstanceOf(Error); // cut off, not answered
       const msgs = logLines(gw.served.stdout()).map((l) => l.msg);
       expect(msgs.some((m) => m.startsWith('drain timeout: cutting off 1 request still in flight after 2s'))).toBe(true);
+      // The write waits for the row lock in one autocommitted statement: it is cancelled, not left to commit later.
+      expect(msgs).toContain('cancelled 1 database statement still running at shutdown; they are rolled back');
       expect(msgs.at(-1)).toBe('stopped');
       console.log(`drain timeout 2s: exited 0 after ${tookMs} ms with 1 request still blocked`);
     } finally {

@@ -1,0 +1,151 @@
+/**
+ * The write path's cost (issue 15): an applied put or append is ONE round trip to
+ * PostgreSQL (kslate_try_write, migration 0005, as a named prepared statement), a get is one
+ * statement; a write the function declines (STALE, a moved premise, a lost fence, missing
+ * evidence, the resolve gate) takes the full transaction, which decides the exact answer and
+ * writes its history row. Counted at the driver: every statement the handlers send through a
+ * pool whose client counts its queries (BEGIN and COMMIT included).
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { PgDb, createPool } from '../../db/kysely/index.js';
+import { invoke, operations, type Operation } from '../../handlers/index.js';
+import type { Identity } from '../../handlers/types.js';
+import { makeCtx } from '../../runtime/request.js';
+import { incident } from '../fixtures/classes.js';
+import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+
+let t: TestGateway;
+let pool: pg.Pool;
+let db: PgDb;
+let sent: string[] = [];
+
+beforeAll(async () => {
+  t = await startTestGateway([incident]);
+  // One connection, so the prepared statements seen below are the ones the writes made.
+  pool = createPool({ connectionString: t.db.url, max: 1 });
+  // Count at the client: wrap each new connection's query.
+  pool.on('connect', (client) => {
+    const q = client.query.bind(client) as (...a: unknown[]) => unknown;
+    (client as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
+      const first = a[0] as string | { text: string; name?: string };
+      sent.push(typeof first === 'string' ? first : first.name ? `[${first.name}]` : first.text);
+      return q(...a);
+    };
+  });
+  db = new PgDb(pool);
+});
+
+afterAll(async () => {
+  await pool?.end();
+  await t?.close();
+});
+
+const alice: Identity = { author: 'apikey:alice', provider: 'apikey', name: 'alice', strength: 'shared-secret' };
+
+async function run(op: Operation, input: Record<string, unknown>, who: Identity = alice) {
+  const ctx = makeCtx({ ...t.gw.services, db }, who, undefined);
+  sent = [];
+  try {
+    const out = await invoke(op, ctx, input as never);
+    return { out, statements: [...sent] };
+  } catch (e) {
+    return { error: e as { code: string; extra?: Record<string, unknown> }, statements: [...sent] };
+  }
+}
+
+const json = (value: unknown) => ({ kind: 'json' as const, value });
+const putTitle = (id: string, body: Record<string, unknown>) => run(operations.put, { class: 'incident', id, field: 'title', body: json(body) });
+
+describe('applied writes: one round trip', () => {
+  test('put creating a record, put updating it, soft put, append: one named statement each', async () => {
+    const create = await putTitle('rt-1', { value: 'a', expected_version: 0 });
+    expect(create.out?.created).toBe(true);
+    expect(create.statements).toEqual(['[kslate_try_write]']);
+
+    const update = await putTitle('rt-1', { value: 'b', expected_version: 1 });
+    expect(update.out?.body).toMatchObject({ version: 2, record_version: 2 });
+    expect(update.statements).toEqual(['[kslate_try_write]']);
+
+    const soft = await run(operations.put, { class: 'incident', id: 'rt-1', field: 'scratch', body: json({ value: { x: 1 } }) });
+    expect(soft.out?.body).toMatchObject({ version: 1, record_version: 3 });
+    expect(soft.statements).toEqual(['[kslate_try_write]']);
+
+    const note = await run(operations.append, {
+      class: 'incident',
+      id: 'rt-1',
+      field: 'notes',
+      body: json({ entry: { text: 'seen' }, evidence: 'the log', based_on: [{ field: 'title', version: 2 }] }),
+    });
+    expect(note.out?.body).toMatchObject({ seq: 1, record_version: 4 });
+    expect(note.statements).toEqual(['[kslate_try_write]']);
+
+    const { rows } = await pool.query<{ name: string }>('select name from pg_prepared_statements order by name');
+    expect(rows.map((r) => r.name)).toContain('kslate_try_write');
+  });
+
+  test('a get is one statement', async () => {
+    await putTitle('rt-get', { value: 'x', expected_version: 0 });
+    const got = await run(operations.get, { class: 'incident', id: 'rt-get', fields: 'title,status' });
+    expect(got.out?.body).toMatchObject({ record_version: 1, fields: { title: { value: 'x', version: 1 } } });
+    expect(got.statements).toEqual(['[kslate_read_record_some]']);
+    const all = await run(operations.get, { class: 'incident', id: 'rt-get' });
+    expect(all.statements).toHaveLength(1);
+    const missing = await run(operations.get, { class: 'incident', id: 'rt-none' });
+    expect(missing.error?.code).toBe('NOT_FOUND');
+  });
+});
+
+describe('declined by the one-statement path: the full transaction answers', () => {
+  test('STALE: nothing written by the fast path, the transaction answers with its diff and history row', async () => {
+    await putTitle('rt-stale', { value: 'one', expected_version: 0 });
+    const stale = await putTitle('rt-stale', { value: 'two', expected_version: 0 });
+    expect(stale.error?.code).toBe('STALE');
+    expect(stale.error?.extra).toMatchObject({ current_version: 1, current_value: 'one' });
+    expect(stale.statements[0]).toBe('[kslate_try_write]');
+    expect(stale.statements.slice(1).map((s) => s.split(/\s/)[0].toLowerCase())).toContain('begin');
+    const h = await t.call('alice', 'GET', '/v1/records/incident/rt-stale/history?field=title');
+    expect(h.body.history.map((r: { outcome: string }) => r.outcome)).toEqual(['stale', 'applied']);
+  });
+
+  test('a moved premise: STALE_PREMISE from the transaction; a premise that holds: applied in one statement', async () => {
+    await putTitle('rt-prem', { value: 'one', expected_version: 0 });
+    await run(operations.put, { class: 'incident', id: 'rt-prem', field: 'severity', body: json({ value: 2, expected_version: 0 }) });
+    const moved = await putTitle('rt-prem', { value: 'two', expected_version: 1, based_on: [{ field: 'severity', version: 0 }] });
+    expect(moved.error?.code).toBe('STALE_PREMISE');
+    expect(moved.statements.length).toBeGreaterThan(1);
+    const holds = await putTitle('rt-prem', { value: 'two', expected_version: 1, based_on: [{ field: 'severity', version: 1 }] });
+    expect(holds.out?.body).toMatchObject({ version: 2 });
+    expect(holds.statements).toEqual(['[kslate_try_write]']);
+  });
+
+  test('a fence: applied in one statement while the writer holds the lease; refused once another holds it', async () => {
+    const sa: Identity = { author: 'apikey:alice', provider: 'apikey', name: 'alice', strength: 'sa-bound' };
+    const claim = await run(operations.claim, { class: 'incident', id: 'rt-fence', field: 'triage', body: json({ lease_seconds: 60 }) }, sa);
+    expect(claim.out?.body).toMatchObject({ owner: 'apikey:alice' });
+    const v = claim.out!.body.version as number;
+    const fenced = await putTitle('rt-fence', { value: 'mine', expected_version: 0, based_on: [{ field: 'triage', version: v, kind: 'fence' }] });
+    expect(fenced.statements).toEqual(['[kslate_try_write]']);
+    // Carol takes over after the lease is made to expire; alice's fence no longer holds.
+    await pool.query(`update fields set lease_expires_at = now() - interval '1 second' where name = 'triage' and class = 'incident'`);
+    const carol: Identity = { author: 'apikey:carol', provider: 'apikey', name: 'carol', strength: 'sa-bound' };
+    const takeover = await run(operations.claim, { class: 'incident', id: 'rt-fence', field: 'triage', body: json({ lease_seconds: 60 }) }, carol);
+    expect(takeover.out?.body).toMatchObject({ owner: 'apikey:carol', took_over_from: 'apikey:alice' });
+    const lost = await putTitle('rt-fence', {
+      value: 'late',
+      expected_version: 1,
+      based_on: [{ field: 'triage', version: takeover.out!.body.version as number, kind: 'fence' }],
+    });
+    expect(lost.error?.code).toBe('STALE_PREMISE');
+  });
+
+  test('missing evidence and the resolve gate never try the one-statement path', async () => {
+    const noEvidence = await run(operations.append, { class: 'incident', id: 'rt-ev', field: 'notes', body: json({ entry: { a: 1 } }) });
+    expect(noEvidence.error?.code).toBe('EVIDENCE_REQUIRED');
+    expect(noEvidence.statements).not.toContain('[kslate_try_write]');
+    await run(operations.put, { class: 'incident', id: 'rt-gate', field: 'status', body: json({ value: 'open', expected_version: 0 }) });
+    const gate = await run(operations.put, { class: 'incident', id: 'rt-gate', field: 'status', body: json({ value: 'resolved', expected_version: 1 }) });
+    expect(gate.error?.code).toBe('INVALID_CHECKPOINT');
+    expect(gate.statements).not.toContain('[kslate_try_write]');
+  });
+});
