@@ -76,27 +76,61 @@ export function compileClass(row: Pick<ClassRow, 'name' | 'namespace' | 'spec' |
   };
 }
 
-/** A registry over a loader (the database), refreshed at most every `ttlMs`. */
-export function cachedRegistry(load: () => Promise<ClassRow[]>, now: () => number, ttlMs = 1000): ClassRegistry {
+/**
+ * A registry over a loader (the database), refreshed every `ttlMs`. An expired cache is
+ * still answered while the refresh runs (stale while revalidate), up to `maxStaleMs`: every
+ * request of the second no longer waits for the reload's round trip (a burst in the tail
+ * latency once a second). A class whose spec did not change keeps its compiled form.
+ */
+export function cachedRegistry(
+  load: () => Promise<ClassRow[]>,
+  now: () => number,
+  ttlMs = 1000,
+  maxStaleMs = 10 * ttlMs,
+): ClassRegistry {
   let cache: Map<string, CompiledClass> | null = null;
   let loadedAt = 0;
   let inflight: Promise<Map<string, CompiledClass>> | null = null;
+  const specs = new Map<string, string>();
+  /** The last refresh failed (the database is unreachable): no stale answers until one succeeds. */
+  let failed = false;
+
+  function refresh(): Promise<Map<string, CompiledClass>> {
+    inflight ??= load()
+      .then((rows) => {
+        const next = new Map<string, CompiledClass>();
+        for (const r of rows) {
+          const key = JSON.stringify([r.spec, r.namespace, r.gone, r.status]);
+          const old = cache?.get(r.name);
+          next.set(r.name, old && specs.get(r.name) === key ? old : compileClass(r));
+          specs.set(r.name, key);
+        }
+        for (const name of specs.keys()) if (!next.has(name)) specs.delete(name);
+        cache = next;
+        loadedAt = now();
+        failed = false;
+        return next;
+      })
+      .catch((e: unknown) => {
+        failed = true;
+        throw e;
+      })
+      .finally(() => {
+        inflight = null;
+      });
+    return inflight;
+  }
 
   async function current(): Promise<Map<string, CompiledClass>> {
-    if (cache && now() - loadedAt < ttlMs) return cache;
-    if (!inflight) {
-      inflight = load()
-        .then((rows) => {
-          const next = new Map(rows.map((r) => [r.name, compileClass(r)] as const));
-          cache = next;
-          loadedAt = now();
-          return next;
-        })
-        .finally(() => {
-          inflight = null;
-        });
+    const age = now() - loadedAt;
+    if (cache && age < ttlMs) return cache;
+    if (cache && age < maxStaleMs && !failed) {
+      // A request waits only once the cache is older than maxStaleMs or a refresh failed
+      // (then it answers as the database does: 503 while it is unreachable).
+      refresh().catch(() => undefined);
+      return cache;
     }
-    return inflight;
+    return refresh();
   }
 
   return {

@@ -28,7 +28,8 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
     try {
       await next();
     } finally {
-      c.res.headers.set('x-request-id', requestId);
+      // Answers built by `reply` carry it already; others (MCP, Hono's own) get it here.
+      if (!c.get('replied')) c.res.headers.set('x-request-id', requestId);
       const path = c.req.path.length > 512 ? `${c.req.path.slice(0, 512)}…` : c.req.path;
       const line = {
         method: c.req.method,
@@ -107,8 +108,21 @@ async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: P
   if (r.identity) c.set('author', r.identity.author);
   if (!r.ok) {
     c.set('errorCode', r.error.code);
-    return c.json(r.error.body(), r.error.status as 400);
+    return reply(c, r.error.status, r.error.body());
   }
-  return c.json(r.out.body, r.out.created ? 201 : 200);
+  return reply(c, r.out.created ? 201 : 200, r.out.body);
+}
+
+/**
+ * A JSON answer with its headers as one plain object (content type and X-Request-Id): on
+ * Node, @hono/node-server writes such a response straight to the socket, where `c.json`
+ * plus a header set afterwards builds two `Headers` objects per request.
+ */
+function reply(c: Context<AppEnv>, status: number, body: unknown): Response {
+  c.set('replied', true);
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json', 'x-request-id': c.get('requestId') },
+  });
 }
 

@@ -9,6 +9,8 @@ export type AppEnv = {
     author?: string;
     /** The error code answered, for the access log. */
     errorCode?: string;
+    /** The answer already carries X-Request-Id (runtime/http/app.ts `reply`). */
+    replied?: boolean;
   };
 };
 
