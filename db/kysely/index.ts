@@ -175,6 +175,31 @@ function mapField(r: Record<string, unknown>): FieldRow {
   };
 }
 
+/** A timestamp as whole epoch milliseconds (truncated, as the driver's Date parsing does). */
+const epochMs = (col: ReturnType<typeof sql>) => sql`floor(extract(epoch from ${col}) * 1000)::bigint`;
+
+/** One field of readRecord's packed array (the order of its json_build_array). */
+function unpackField(a: unknown[]): FieldRow {
+  return {
+    name: a[0] as string,
+    kind: a[1] as string,
+    value: a[2],
+    version: a[3] as number,
+    record_version: a[4] as number,
+    author: (a[5] as string) ?? null,
+    identity_strength: (a[6] as string) ?? null,
+    evidence: (a[7] as string) ?? null,
+    based_on: (a[8] as FieldRow['based_on']) ?? null,
+    invocation: (a[9] as FieldRow['invocation']) ?? null,
+    updated_at: new Date(a[10] as number),
+    owner: (a[11] as string) ?? null,
+    lease_expires_at: a[12] === null ? null : new Date(a[12] as number),
+    lease_held: Boolean(a[14]),
+    lease_lapsed: Boolean(a[13]),
+    bytes: a[15] as number,
+  };
+}
+
 /** The columns mapField reads; `value` is an expression so a budgeted read can leave it out. */
 function fieldColumns(value: ReturnType<typeof sql> = sql`f.value`) {
   return sql`f.name, f.kind, ${value} as value, f.version, f.record_version, f.author, f.identity_strength, f.evidence,
@@ -233,24 +258,29 @@ export class PgDb implements Db, SweepDb {
       // always: a window over the whole set costs next to nothing). Otherwise fields are kept
       // in name order while their running size stays within maxBytes (the first always) and
       // only the kept ones' values are read, in a second statement; the rest come back `omitted`.
-      const res = await this.named<Record<string, unknown>>(
+      // The fields come as ONE json text (an array of arrays, times as epoch milliseconds),
+      // parsed once: the driver's per-row, per-column parsing (and its timestamp parser) cost
+      // more than the read itself.
+      const res = await this.named<{ rec_id: number; rec_version: number; rec_created: number; fields: string }>(
         names ? 'kslate_read_record_some' : 'kslate_read_record',
         sql`
-        select r.id as rec_id, r.record_version as rec_version, r.created_at as rec_created, f.*
-        from records r left join lateral (
-          select ${fieldColumns(sql`case when sum(${FIELD_BYTES}) over () <= ${opts.maxBytes} then f.value end`)},
-                 ${FIELD_BYTES} as sz, sum(${FIELD_BYTES}) over () <= ${opts.maxBytes} as fits
-          from fields f
-          where f.record_id = r.id ${names ? sql`and f.name = any(${names}::text[])` : sql``}) f on true
-        where r.class = ${cls} and r.rid = ${rid}
-        order by f.name`,
+        select r.id as rec_id, r.record_version as rec_version, ${epochMs(sql`r.created_at`)} as rec_created,
+          (select coalesce(json_agg(json_build_array(
+              x.name, x.kind, case when x.fits then x.value end, x.version, x.record_version, x.author, x.identity_strength,
+              x.evidence, x.based_on, x.invocation, ${epochMs(sql`x.updated_at`)}, x.owner, ${epochMs(sql`x.lease_expires_at`)},
+              x.lease_lapsed, (x.owner is not null and x.lease_expires_at > now()), x.sz, x.fits) order by x.name), '[]')::text
+           from (select f.*, ${FIELD_BYTES} as sz, sum(${FIELD_BYTES}) over () <= ${opts.maxBytes} as fits
+                 from fields f
+                 where f.record_id = r.id ${names ? sql`and f.name = any(${names}::text[])` : sql``}) x) as fields
+        from records r
+        where r.class = ${cls} and r.rid = ${rid}`,
       );
       const r = res.rows[0];
       if (!r) return null;
       const id = Number(r.rec_id);
-      const fieldRows = { rows: res.rows.filter((row) => row.name !== null) };
-      const fields = fieldRows.rows.map(mapField);
-      if (fieldRows.rows.length > 0 && !fieldRows.rows[0].fits) {
+      const packed = JSON.parse(r.fields) as unknown[][];
+      const fields = packed.map(unpackField);
+      if (packed.length > 0 && !packed[0][16]) {
         let running = 0;
         const kept: string[] = [];
         for (const f of fields) {
@@ -286,7 +316,7 @@ export class PgDb implements Db, SweepDb {
         class: cls,
         rid,
         record_version: Number(r.rec_version),
-        created_at: r.rec_created as Date,
+        created_at: new Date(Number(r.rec_created)),
         fields,
       };
       return out;
