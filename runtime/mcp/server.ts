@@ -55,7 +55,8 @@ const INSTRUCTIONS = [
  * stateless server offers no SSE stream and no session to end.
  */
 export function mountMcp(app: Hono<AppEnv>, s: AppServices, peer: PeerAddress, opts: McpOptions = {}): void {
-  app.post(MCP_PATH, (c) => withIdentity(c, s, peer, (identity) => serveMcp(c, s, identity, opts)));
+  const servers = serverPool(opts);
+  app.post(MCP_PATH, (c) => withIdentity(c, s, peer, (identity) => serveMcp(c, s, identity, servers)));
   app.on(['GET', 'DELETE'], MCP_PATH, (c) => withIdentity(c, s, peer, async () => methodNotAllowed()));
 }
 
@@ -82,29 +83,73 @@ async function withIdentity(
   return next(identity);
 }
 
-/** One POST: a fresh server and stateless transport, answered as JSON, then both closed. */
-async function serveMcp(c: Context<AppEnv>, s: AppServices, identity: Identity, opts: McpOptions): Promise<Response> {
+/** A server of the pool, and the context factory of the request it serves now. */
+interface PooledServer {
+  server: Server;
+  newCtx: (() => Ctx) | null;
+}
+
+/** Idle servers kept for the next POSTs; more than this many at once are made and dropped. */
+const POOL_MAX = 256;
+
+/**
+ * Servers for one POST at a time each, reused: a stateless transport serves one message and
+ * is made per POST, but the `Server` (its handler table, capabilities, validator) is the same
+ * for every request, so building it per POST was wasted. A server is connected to one
+ * transport while it serves and closed after, which readies it for the next.
+ */
+function serverPool(opts: McpOptions) {
+  const idle: PooledServer[] = [];
+  return {
+    acquire(): PooledServer {
+      const reused = idle.pop();
+      if (reused) return reused;
+      const p: PooledServer = { server: null as unknown as Server, newCtx: null };
+      p.server = createMcpServer(() => {
+        if (!p.newCtx) throw new Error('MCP server used outside a request');
+        return p.newCtx();
+      }, opts);
+      return p;
+    },
+    release(p: PooledServer) {
+      p.newCtx = null;
+      if (idle.length < POOL_MAX) idle.push(p);
+    },
+  };
+}
+
+/** One POST: a pooled server and a fresh stateless transport, answered as JSON, then closed. */
+async function serveMcp(c: Context<AppEnv>, s: AppServices, identity: Identity, servers: ReturnType<typeof serverPool>): Promise<Response> {
   const scope = c.req.header('x-svc-scope');
   const raw = await readBody(c.req.raw, MAX_MCP_BODY_BYTES);
   if (raw.kind === 'too-large') return tooLarge();
-  const req = new Request(c.req.raw.url, {
-    method: 'POST',
-    headers: c.req.raw.headers,
-    body: raw.kind === 'text' ? raw.text : '',
-  });
+  // The body is parsed once here and handed to the transport; text that is not JSON goes to
+  // the transport as the body, which answers the SDK's own parse error.
+  let parsedBody: unknown;
+  let req = c.req.raw;
+  try {
+    parsedBody = raw.kind === 'text' ? JSON.parse(raw.text) : undefined;
+  } catch {
+    parsedBody = undefined;
+  }
+  if (parsedBody === undefined) {
+    req = new Request(c.req.raw.url, { method: 'POST', headers: c.req.raw.headers, body: raw.kind === 'text' ? raw.text : '' });
+  }
+  const pooled = servers.acquire();
   // A fresh context per tool call: the handlers keep per-call trace state on it.
-  const server = createMcpServer(() => makeCtx(s, identity, scope, c.get('requestId')), opts);
+  pooled.newCtx = () => makeCtx(s, identity, scope, c.get('requestId'));
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,
     maxRequestBodySize: MAX_MCP_BODY_BYTES,
   });
-  await server.connect(transport);
   try {
+    await pooled.server.connect(transport);
     // In JSON mode this resolves once every request of the message has its response.
-    return await transport.handleRequest(req);
+    return await transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
   } finally {
-    await server.close().catch(() => undefined);
+    // Only a server that closed cleanly serves again (a connected one would refuse the next transport).
+    if (await pooled.server.close().then(() => true, () => false)) servers.release(pooled);
   }
 }
 
