@@ -72,6 +72,8 @@ export async function startGateway(opts) {
   const nodeArgs = [
     ...(opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : []),
     ...(opts.traceGc ? ['--trace-gc'] : []),
+    // Experiments with V8 flags (e.g. heap sizes): KSLATE_BENCH_NODE_ARGS="--max-semi-space-size=8".
+    ...(process.env.KSLATE_BENCH_NODE_ARGS ? process.env.KSLATE_BENCH_NODE_ARGS.split(/\s+/).filter(Boolean) : []),
   ];
   const args = [
     ...nodeArgs,
