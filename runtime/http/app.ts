@@ -98,19 +98,20 @@ export async function readyz(c: Context, s: Pick<AppServices, 'readiness'>): Pro
 }
 
 async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: PeerAddress): Promise<Response> {
+  let close = false;
   const r = await runRequest(s, requestMeta(c, s, peer), op, async () => {
     const body: RawBody = op.write ? await readBody(c.req.raw) : { kind: 'none' };
     // The rest of an oversized body is never read, so this connection cannot carry another request.
-    if (body.kind === 'too-large') c.header('connection', 'close');
+    if (body.kind === 'too-large') close = true;
     const names = [...new URL(c.req.url).searchParams.keys()];
     return op.fromHttp({ params: c.req.param() as Record<string, string>, query: c.req.query(), names, body });
   });
   if (r.identity) c.set('author', r.identity.author);
   if (!r.ok) {
     c.set('errorCode', r.error.code);
-    return reply(c, r.error.status, r.error.body());
+    return reply(c, r.error.status, r.error.body(), close);
   }
-  return reply(c, r.out.created ? 201 : 200, r.out.body);
+  return reply(c, r.out.created ? 201 : 200, r.out.body, close);
 }
 
 /**
@@ -118,11 +119,10 @@ async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: P
  * Node, @hono/node-server writes such a response straight to the socket, where `c.json`
  * plus a header set afterwards builds two `Headers` objects per request.
  */
-function reply(c: Context<AppEnv>, status: number, body: unknown): Response {
+function reply(c: Context<AppEnv>, status: number, body: unknown, close = false): Response {
   c.set('replied', true);
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { 'content-type': 'application/json', 'x-request-id': c.get('requestId') },
-  });
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': c.get('requestId') };
+  if (close) headers.connection = 'close';
+  return new Response(JSON.stringify(body), { status, headers });
 }
 

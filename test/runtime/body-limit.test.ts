@@ -151,6 +151,29 @@ describe('HTTP bodies over 4 MiB', () => {
     expect(outcomes).toEqual(Array(4).fill('HTTP/1.1 400 Bad Request MALFORMED'));
   }, 60_000);
 
+  test('the 400 for an oversized body says Connection: close (the rest of the body is never read)', async () => {
+    const { hostname, port } = new URL(served!.url);
+    const head = await new Promise<string>((resolve, reject) => {
+      const socket = connect({ host: hostname, port: Number(port) });
+      let text = '';
+      socket.on('error', reject);
+      socket.on('data', (c) => {
+        text += c.toString();
+        if (text.includes('\r\n\r\n')) {
+          resolve(text.split('\r\n\r\n')[0]);
+          socket.destroy();
+        }
+      });
+      socket.write(
+        `PUT /v1/records/incident/${fresh()}/fields/blob HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEYS.alice}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${5 * MIB}\r\n\r\n`,
+      );
+      socket.write(Buffer.alloc(5 * MIB, 0x7a));
+    });
+    expect(head.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    expect(head.toLowerCase()).toContain('connection: close');
+  });
+
   test('the next request after an oversized body is answered as usual', async () => {
     const r = await put(Buffer.alloc(5 * MIB, 0x7a));
     expect(r.status).toBe(400);
