@@ -148,6 +148,31 @@ export interface TryWrite {
   premises: readonly StoredPremise[];
 }
 
+/** A claim as `Db.claim` decides and applies it in one round trip (migration 0006). */
+export interface ClaimWrite {
+  class: string;
+  rid: string;
+  field: string;
+  author: string;
+  identity_strength: string;
+  /** 0 releases. */
+  lease_seconds: number;
+  invocation: Record<string, unknown> | null;
+}
+
+export interface ClaimResult {
+  /** `held`: another identity holds the lease (only the history row was written). */
+  outcome: 'held' | 'claim' | 'renew' | 'takeover' | 'release';
+  /** The field's new version; for `held`, its current one. */
+  version: number;
+  record_version: number | null;
+  created: boolean;
+  /** The owner after the claim (none after a release); for `held`, the holder. */
+  owner: string | null;
+  lease_expires_at: Date | null;
+  took_over_from: string | null;
+}
+
 /** A locked record inside a write transaction (checks from HELD onward run here). */
 export interface WriteTx {
   /** The locked record, or null when it does not exist yet (creation is serialised). */
@@ -231,6 +256,8 @@ export interface Db {
    * written nothing (the caller then runs `write`, which decides the exact answer).
    */
   tryWrite(t: TryWrite): Promise<{ version: number; record_version: number; created: boolean } | null>;
+  /** Decide and apply a claim (HELD included, with its history row) in one round trip. */
+  claim(c: ClaimWrite): Promise<ClaimResult>;
   listClasses(): Promise<ClassRow[]>;
   /** Upsert live classes and mark every other class gone, in one transaction. */
   applyClasses(live: ClassUpsert[], refused: { name: string; reason: string }[], markGone: boolean): Promise<void>;

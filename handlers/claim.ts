@@ -8,7 +8,7 @@ import { bodyObject, invocationSchema, lenientInvocation, parseWith, type RawBod
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { formatTime } from './format.js';
-import { runWrite, type Outcome, type Rejection, type WriteFacts, type WriteOp } from './pipeline.js';
+import { runWrite, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
 
 export interface ClaimInput {
   class: string;
@@ -39,11 +39,6 @@ interface ClaimBody {
   lease_seconds: number;
   renew: boolean;
   invocation: Record<string, unknown> | null;
-}
-
-/** Whether the lease is held (owner set and unexpired by the database clock). */
-function holder(owner: string | null, expires: Date | null, now: Date): string | null {
-  return owner && expires && expires.getTime() > now.getTime() ? owner : null;
 }
 
 const claimOp: WriteOp<ClaimBody> = {
@@ -83,71 +78,38 @@ const claimOp: WriteOp<ClaimBody> = {
     return null;
   },
 
-  held(tx, b, ctx, access, field): Rejection | null {
-    const cur = tx.fields.get(field);
-    const owner = holder(cur?.owner ?? null, cur?.lease_expires_at ?? null, tx.dbNow);
-    if (!owner || owner === ctx.identity.author) return null;
-    ctx.metrics.claim(access.cls.name, field, 'held');
-    return {
-      error: new SvcError(
-        'HELD',
-        `Task "${field}" is held by another identity until ${formatTime(cur!.lease_expires_at!)}; wait for the lease to expire or pick another task.`,
-        { field, owner, lease_expires_at: formatTime(cur!.lease_expires_at!), version: cur!.version },
-      ),
-      outcome: 'held',
-      keep: 'none',
-    };
-  },
-
-  async apply(tx, b, ctx, access, field, def): Promise<Outcome> {
-    const cur = tx.fields.get(field);
-    const me = ctx.identity.author;
-    const current = holder(cur?.owner ?? null, cur?.lease_expires_at ?? null, tx.dbNow);
-    const version = (cur?.version ?? 0) + 1;
-    let op: 'claim' | 'release' | 'takeover';
-    let outcome: string;
-    let tookOverFrom: string | null = null;
-    if (b.lease_seconds === 0) {
-      op = 'release';
-      outcome = 'release';
-    } else if (current === me) {
-      op = 'claim';
-      outcome = 'renew';
-    } else if (cur?.owner && cur.owner !== me) {
-      // Unheld because the previous owner's lease expired: a takeover (HELD caught the rest).
-      op = 'takeover';
-      outcome = 'takeover';
-      tookOverFrom = cur.owner;
-    } else {
-      op = 'claim';
-      outcome = 'claim';
-    }
-    const expires = b.lease_seconds === 0 ? null : new Date(tx.dbNow.getTime() + b.lease_seconds * 1000);
-    const res = await tx.applyField({
+  // HELD (step 11) and the claim itself are decided under the lock by the database clock,
+  // in one call (migration 0006, kslate_claim): the rule lives there, once.
+  async direct(b, ctx, access, field, id): Promise<Outcome> {
+    const r = await ctx.db.claim({
+      class: access.cls.name,
+      rid: id,
       field,
-      kind: def.kind,
-      value: null,
-      version,
-      author: me,
+      author: ctx.identity.author,
       identity_strength: ctx.identity.strength,
-      evidence: null,
-      based_on: null,
+      lease_seconds: b.lease_seconds,
       invocation: b.invocation,
-      owner: expires ? me : null,
-      lease_expires_at: expires,
-      history: { op, expected_version: null },
     });
-    ctx.metrics.claim(access.cls.name, field, outcome);
-    if (op === 'takeover') ctx.metrics.takeover();
-    const body: Record<string, unknown> = { record: access.record, field };
-    if (expires) {
-      body.owner = me;
-      body.lease_expires_at = formatTime(expires);
+    ctx.metrics.claim(access.cls.name, field, r.outcome);
+    if (r.outcome === 'held') {
+      const until = formatTime(r.lease_expires_at!);
+      throw new SvcError('HELD', `Task "${field}" is held by another identity until ${until}; wait for the lease to expire or pick another task.`, {
+        field,
+        owner: r.owner,
+        lease_expires_at: until,
+        version: r.version,
+      });
     }
-    body.version = version;
-    body.record_version = res.record_version;
-    if (tookOverFrom) body.took_over_from = tookOverFrom;
-    return { created: res.created, body };
+    if (r.outcome === 'takeover') ctx.metrics.takeover();
+    const body: Record<string, unknown> = { record: access.record, field };
+    if (r.lease_expires_at) {
+      body.owner = r.owner;
+      body.lease_expires_at = formatTime(r.lease_expires_at);
+    }
+    body.version = r.version;
+    body.record_version = r.record_version;
+    if (r.took_over_from) body.took_over_from = r.took_over_from;
+    return { created: r.created, body };
   },
 };
 

@@ -234,7 +234,12 @@ export interface WriteOp<B> {
   /** The resolve gate between STALE and STALE_PREMISE (put). */
   gate?(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string): Promise<Rejection | null>;
   /** Everything passed: change the field. `basedOn` is what to store (explicit or inferred). */
-  apply(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string, def: FieldDef, basedOn: StoredPremise[] | null): Promise<Outcome>;
+  apply?(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string, def: FieldDef, basedOn: StoredPremise[] | null): Promise<Outcome>;
+  /**
+   * Everything from the lock on, in one database call that decides and applies (claim: HELD
+   * is the only check left and nothing follows it); replaces the transaction below.
+   */
+  direct?(b: B, ctx: Ctx, access: Access, field: string, id: string): Promise<Outcome>;
   /**
    * The one-round-trip path (put, append): the write `Db.tryWrite` applies when the version
    * and premise checks hold under the lock, or null when this write must take the full
@@ -343,7 +348,11 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
   const applied = fast ? await ctx.db.tryWrite({ class: className, rid: id, ...fast, premises }) : null;
 
   const lockNames = [...new Set([field, ...premises.map((p) => p.field)])];
-  const result = applied ? op.fast!.outcome(ctx, access, field, applied) : await ctx.db.write(className, id, lockNames, async (tx) => {
+  const result = op.direct
+    ? await op.direct(b, ctx, access, field, id)
+    : applied
+      ? op.fast!.outcome(ctx, access, field, applied)
+      : await ctx.db.write(className, id, lockNames, async (tx) => {
     const rejected = async (r: Rejection) => {
       if (r.outcome) await tx.insertHistory(await historyRow(ctx, className, id, field, op.op, r.outcome, facts, r.keep));
       return r.error;
@@ -368,7 +377,7 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
     if (gate) return rejected(gate);
     const movedRejection = premiseRejection(tx, ctx, access, field, premises); // 14
     if (movedRejection) return rejected(movedRejection);
-    return op.apply(tx, b, ctx, access, field, def, basedOn);
+    return op.apply!(tx, b, ctx, access, field, def, basedOn);
   });
   if (result instanceof SvcError) throw result;
   // The writer knows the version it just wrote: later inferred premises start from it.

@@ -19,6 +19,8 @@ import type {
   RecordRow,
   RoleSubjects,
   SweepDb,
+  ClaimResult,
+  ClaimWrite,
   TryWrite,
   WriteTx,
 } from '../port.js';
@@ -143,6 +145,12 @@ export function createPool(opts: PgOptions): pg.Pool {
 }
 
 const j = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+
+/** The claim of migration 0006, named. */
+export const CLAIM = {
+  name: 'kslate_claim',
+  text: 'select outcome, version, record_version, created, owner, lease_expires_ms, took_over_from from kslate_claim($1, $2, $3, $4, $5, $6, $7)',
+};
 
 /**
  * Hot statements go to the pool as named prepared statements (parsed and planned once per
@@ -417,6 +425,27 @@ export class PgDb implements Db, SweepDb {
       const row = res.rows[0];
       if (!row?.applied) return null;
       return { version: Number(row.version), record_version: Number(row.record_version), created: row.created };
+    });
+  }
+
+  claim(c: ClaimWrite) {
+    return this.guard(async () => {
+      const res = await this.pool.query<Record<string, unknown>>({
+        name: CLAIM.name,
+        text: CLAIM.text,
+        values: [c.class, c.rid, c.field, c.author, c.identity_strength, c.lease_seconds, j(c.invocation)],
+      });
+      const r = res.rows[0];
+      const out: ClaimResult = {
+        outcome: r.outcome as ClaimResult['outcome'],
+        version: Number(r.version),
+        record_version: r.record_version === null ? null : Number(r.record_version),
+        created: Boolean(r.created),
+        owner: (r.owner as string) ?? null,
+        lease_expires_at: r.lease_expires_ms === null ? null : new Date(Number(r.lease_expires_ms)),
+        took_over_from: (r.took_over_from as string) ?? null,
+      };
+      return out;
     });
   }
 

@@ -7,6 +7,7 @@ import * as m0002 from './0002_lock_function.js';
 import * as m0003 from './0003_row_bytes.js';
 import * as m0004 from './0004_sweep.js';
 import * as m0005 from './0005_try_write.js';
+import * as m0006 from './0006_claim.js';
 
 export interface Migration {
   version: number;
@@ -14,7 +15,7 @@ export interface Migration {
   up: string;
 }
 
-export const migrations: Migration[] = [m0001, m0002, m0003, m0004, m0005];
+export const migrations: Migration[] = [m0001, m0002, m0003, m0004, m0005, m0006];
 
 /** The schema version this build expects; /readyz is 200 only when it is present. */
 export const SCHEMA_VERSION = migrations[migrations.length - 1].version;

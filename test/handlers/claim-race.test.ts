@@ -46,7 +46,13 @@ test(`${ROUNDS} rounds of concurrent claims through two gateways: exactly one ow
   for (let round = 0; round < ROUNDS; round++) {
     // Each identity claims once, through alternating gateways, all at the same time.
     const gws = CLAIMANTS.map((_, i) => ((i + round) % 2 === 0 ? g1 : g2));
-    const results = await Promise.all(CLAIMANTS.map((who, i) => claimVia(gws[i], who, { lease_seconds: LEASE })));
+    // Sent in a random order each round: with a claim decided in one statement the first one
+    // sent usually wins, and a fixed order would let the previous owner win every round that
+    // races a takeover.
+    const order = CLAIMANTS.map((_, i) => i).sort(() => Math.random() - 0.5);
+    const sent: Promise<Res>[] = new Array(CLAIMANTS.length);
+    for (const i of order) sent[i] = claimVia(gws[i], CLAIMANTS[i], { lease_seconds: LEASE });
+    const results = await Promise.all(sent);
 
     const won = results.map((r, i) => ({ r, i })).filter(({ r }) => r.status === 200 || r.status === 201);
     const held = results.filter((r) => r.status === 409);

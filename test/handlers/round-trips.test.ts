@@ -96,6 +96,34 @@ describe('applied writes: one round trip', () => {
   });
 });
 
+describe('claims: one statement, HELD included', () => {
+  test('take, HELD for another, renew, release: one named statement each; HELD leaves its history row', async () => {
+    const sa: Identity = { ...alice, strength: 'sa-bound' };
+    const carol: Identity = { author: 'apikey:carol', provider: 'apikey', name: 'carol', strength: 'sa-bound' };
+    const claim = (who: Identity, body: Record<string, unknown>) =>
+      run(operations.claim, { class: 'incident', id: 'rt-claim', field: 'triage', body: json(body) }, who);
+    const take = await claim(sa, { lease_seconds: 60 });
+    expect(take.out).toMatchObject({ created: true, body: { owner: 'apikey:alice', version: 1, record_version: 1 } });
+    expect(take.statements).toEqual(['[kslate_claim]']);
+    const held = await claim(carol, { lease_seconds: 60 });
+    expect(held.error?.code).toBe('HELD');
+    expect(held.error?.extra).toMatchObject({ owner: 'apikey:alice', version: 1, lease_expires_at: take.out!.body.lease_expires_at });
+    expect(held.statements).toEqual(['[kslate_claim]']);
+    const renew = await claim(sa, { lease_seconds: 120, renew: true });
+    expect(renew.out?.body).toMatchObject({ owner: 'apikey:alice', version: 2, record_version: 2 });
+    expect(renew.statements).toEqual(['[kslate_claim]']);
+    const release = await claim(sa, { lease_seconds: 0 });
+    expect(release.out?.body).toEqual({ record: 'incident/rt-claim', field: 'triage', version: 3, record_version: 3 });
+    const h = await t.call('alice', 'GET', '/v1/records/incident/rt-claim/history?field=triage');
+    expect(h.body.history.map((r: { op: string; outcome: string }) => `${r.op}/${r.outcome}`)).toEqual([
+      'release/applied',
+      'claim/applied',
+      'claim/held',
+      'claim/applied',
+    ]);
+  });
+});
+
 describe('declined by the one-statement path: the full transaction answers', () => {
   test('STALE: nothing written by the fast path, the transaction answers with its diff and history row', async () => {
     await putTitle('rt-stale', { value: 'one', expected_version: 0 });
