@@ -244,10 +244,22 @@ export class PgDb implements Db, SweepDb {
    * connection, then only bound and executed (Kysely sends every statement unnamed). The
    * name must always go with the same text, so it names one statement shape.
    */
-  private async named<R>(name: string, query: ReturnType<typeof sql>): Promise<{ rows: R[] }> {
-    const c = query.compile(this.kysely);
-    return this.pool.query<R & pg.QueryResultRow>({ name, text: c.sql, values: c.parameters as unknown[] });
+  private async named<R>(name: string, values: unknown[], build: () => ReturnType<typeof sql>): Promise<{ rows: R[] }> {
+    let text = this.texts.get(name);
+    if (text === undefined) {
+      // Compiled once per name; the values given must be the template's parameters, in order.
+      const c = build().compile(this.kysely);
+      if (c.parameters.length !== values.length || c.parameters.some((p, i) => p !== values[i])) {
+        throw new Error(`statement ${name}: the values given are not the template's parameters`);
+      }
+      text = c.sql;
+      this.texts.set(name, text);
+    }
+    return this.pool.query<R & pg.QueryResultRow>({ name, text, values });
   }
+
+  /** SQL text of the named statements, by name. */
+  private readonly texts = new Map<string, string>();
 
   /** Every port call goes through here: driver faults become a StorageFault (the handlers answer 503 UNAVAILABLE). */
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
@@ -271,7 +283,8 @@ export class PgDb implements Db, SweepDb {
       // more than the read itself.
       const res = await this.named<{ rec_id: number; rec_version: number; rec_created: number; fields: string }>(
         names ? 'kslate_read_record_some' : 'kslate_read_record',
-        sql`
+        names ? [opts.maxBytes, names, cls, rid] : [opts.maxBytes, cls, rid],
+        () => sql`
         select r.id as rec_id, r.record_version as rec_version, ${epochMs(sql`r.created_at`)} as rec_created,
           (select coalesce(json_agg(json_build_array(
               x.name, x.kind, case when x.fits then x.value end, x.version, x.record_version, x.author, x.identity_strength,
