@@ -71,6 +71,12 @@ export const ValuesSchema = v.pipe(v.strictObject({
       ),
     }), describe('The gateway\'s PodDisruptionBudget.')),
     resources: resources('gateway'),
+    maxHeapMB: v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(0),
+      describe('V8 old-generation limit in MiB (NODE_OPTIONS=--max-old-space-size); 0 = Node\'s default. Keep it at about 75% of resources.limits.memory.'),
+    ),
   }), describe('The gateway Deployment (HTTP/JSON, MCP and gRPC).')),
 
   worker: v.pipe(v.strictObject({

@@ -115,6 +115,12 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       expect(named.length).toBeGreaterThan(0);
       expect(named.filter((p: { name?: string }) => p.name === 'grpc')).toEqual([]);
     });
+    test('gateway.maxHeapMB: NODE_OPTIONS caps the V8 heap (384 by default, under the 512Mi limit); 0 leaves Node\'s default', () => {
+      const env = (objs: K8sObject[]) => container(find(objs, 'Deployment', GATEWAY)).env.find((e: { name: string }) => e.name === 'NODE_OPTIONS');
+      expect(env(render(v))).toEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=384' });
+      expect(env(render(v, ['default'], { 'gateway.maxHeapMB': 1024 }))).toEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=1024' });
+      expect(env(render(v, ['default'], { 'gateway.maxHeapMB': 0 }))).toBeUndefined();
+    });
     test('other ports and worker.interval go through', () => {
       const objs = render(v, ['default'], {
         'gateway.listenPort': 8443,
