@@ -225,8 +225,6 @@ export interface WriteOp<B> {
   facts(b: B): WriteFacts;
   /** Explicit premises; null when the body has no `based_on` key (then inference may apply). */
   premises(b: B): StoredPremise[] | null;
-  /** Step 11 (claim only). */
-  held?(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string): Rejection | null;
   /** Step 12: `class` = when the class or field says requireEvidence; `always` (append). */
   needsEvidence: 'class' | 'always' | 'never';
   /** Step 13 (versioned put). */
@@ -357,8 +355,7 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
       if (r.outcome) await tx.insertHistory(await historyRow(ctx, className, id, field, op.op, r.outcome, facts, r.keep));
       return r.error;
     };
-    const held = op.held?.(tx, b, ctx, access, field); // 11
-    if (held) return rejected(held);
+    // Step 11 (HELD) is claim's alone, decided with the claim in one call (`direct`).
     if (evidenceMissing) {
       // 12
       return rejected({
