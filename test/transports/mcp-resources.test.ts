@@ -182,6 +182,17 @@ describe('reading: the contents are the HTTP body for the same identity', () => 
     expect(body).toEqual((await http('alice', '/v1/records/incident/r1', scope)).body);
   });
 
+  test('a record read as a resource under X-Svc-Scope counts as a read of that scope: a later put infers it as a premise', async () => {
+    const scope = `res-infer-${Date.now()}`;
+    const w = await t.call('alice', 'PUT', '/v1/records/incident/inf/fields/severity', { value: 1, expected_version: 0 });
+    expect(w.status).toBe(201);
+    await read(await connect('alice', scope), 'kslate://records/incident/inf?fields=severity');
+    const put = await t.call('alice', 'PUT', '/v1/records/incident/inf/fields/status', { value: 'open', expected_version: 0 }, { 'x-svc-scope': scope });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    const got = await http('alice', '/v1/records/incident/inf?fields=status');
+    expect(got.body.fields.status.based_on).toEqual([{ field: 'severity', version: 1, inferred: true }]);
+  });
+
   test('a pooled server answers each caller with that caller’s role', async () => {
     const alice = await connect('alice');
     const bob = await connect('bob');
