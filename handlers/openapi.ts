@@ -450,6 +450,7 @@ function responses(r: RouteDoc, auth: boolean, convert: (s: v.GenericSchema) => 
       else if (!doc?.schema) {
         // Error bodies only: `error` tells them apart.
         schema = {
+          type: 'object',
           oneOf: refs,
           discriminator: {
             propertyName: 'error',
