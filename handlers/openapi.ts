@@ -372,7 +372,11 @@ const CONVERSION = {
 
 /** valibot → JSON Schema 2020-12, where a named schema (at any depth) is a $ref to components.schemas. */
 function converter(named: Record<string, v.GenericSchema>) {
+  const nameOf = new Map(Object.entries(named).map(([name, schema]) => [schema, name]));
   return (schema: v.GenericSchema): Json => {
+    // A named schema is its reference (what the converter would answer, without converting every definition again).
+    const name = nameOf.get(schema);
+    if (name) return { $ref: `#/components/schemas/${name}` };
     const out = toJsonSchema(schema, { ...CONVERSION, definitions: named }) as Json;
     delete out.$schema;
     delete out.$defs;
