@@ -424,6 +424,7 @@ function queryParameter(name: string, entry: v.GenericSchema, convert: (s: v.Gen
   if (rest.type === 'object') {
     // Every other parameter of the query string; a query string carries text.
     Object.assign(p, { style: 'form', explode: true });
+    p.description = `${typeof description === 'string' ? `${description} ` : ''}Over HTTP each key is a query parameter of its own (?status=open&severity=1), so this parameter has no name of its own.`;
     rest.additionalProperties = { type: 'string' };
     delete rest.properties;
     delete rest.required;
