@@ -106,3 +106,18 @@ export async function request(
   }
   return { status: res.status, headers: res.headers, body };
 }
+
+/**
+ * For a `text/event-stream` answer: a validator of the JSON `data` of one event, from the
+ * schema the document gives under the media type's `x-event-data` (tests of a stream parse
+ * each event and call it; a stream has no end for `check` to read to).
+ */
+export function eventDataValidator(doc: Json, method: string, path: string, status = 200): (data: unknown) => string | null {
+  const op = (doc.paths as Record<string, Record<string, Json>>)[path]?.[method.toLowerCase()];
+  if (!op) throw new Error(`${method} ${path} is not in the document`);
+  const media = (((op.responses as Record<string, Json>)[String(status)]?.content as Record<string, Json> | undefined) ?? {})['text/event-stream'];
+  if (!media?.['x-event-data']) throw new Error(`${method} ${path} ${status} is not a documented event stream`);
+  const ajv = ajvFor(doc);
+  const validate = ajv.compile(rebase(media['x-event-data']) as Json);
+  return (data) => (validate(data) ? null : ajv.errorsText(validate.errors));
+}

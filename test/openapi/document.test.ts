@@ -14,7 +14,7 @@ import { openApiDocument, openApiPath, operationRoutes, type Json, type RouteDoc
 import { createApp } from '../../runtime/http/app.js';
 import { API_VERSION, apiDocument, apiRoutes, OPENAPI_PATH } from '../../runtime/http/openapi.js';
 import type { AppServices } from '../../runtime/request.js';
-import { ajvFor } from './check.js';
+import { ajvFor, eventDataValidator } from './check.js';
 
 const doc = apiDocument();
 const paths = doc.paths as Record<string, Record<string, Json>>;
@@ -216,6 +216,10 @@ describe('the generator', () => {
     expect(((d.components as Json).schemas as Json).WatchEvent).toBeDefined();
     expect(JSON.stringify(op.parameters)).toContain('Last-Event-ID');
     expect(Object.keys(op.responses as Json)).toEqual(['200', '400', '401', '403', '404', '429']);
+    // A stream's test validates each event's data with the schema the document gives.
+    const valid = eventDataValidator(d, 'GET', '/v1/records/{class}/{id}/watch');
+    expect(valid({ field: 'title', record_version: 3 })).toBeNull();
+    expect(valid({ field: 'title', record_version: 3, extra: 1 })).toMatch(/additional properties/);
   });
 
   test('a route documented twice, or a code listed twice, stops the build', () => {
