@@ -43,6 +43,8 @@ export interface Config {
   dbTimeoutMs: number;
   /** dev only: the embedded PostgreSQL's port. */
   devPgPort: number;
+  /** Serve the read-only web console at /ui on the API port (docs/console.md). */
+  ui: boolean;
 }
 
 /** The log levels --log-level accepts. */
@@ -103,6 +105,7 @@ export const FLAGS: Record<string, FlagSpec> = {
     help: "a request's database work longer than this answers 503 UNAVAILABLE",
     default: '10s',
   },
+  ui: { env: 'KSLATE_UI', help: 'serve the read-only web console at /ui on the API port (true or false)', default: 'true' },
   'data-dir': { env: 'KSLATE_DATA_DIR', help: 'dev only: where the embedded PostgreSQL keeps its data', default: '.kslate' },
   'dev-pg-port': { env: 'KSLATE_DEV_PG_PORT', help: "dev only: the embedded PostgreSQL's port", default: '54329' },
 };
@@ -189,6 +192,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   if (Boolean(cert) !== Boolean(key)) {
     throw new ConfigError('--tls-cert (KSLATE_TLS_CERT) and --tls-key (KSLATE_TLS_KEY) go together; give both or neither.');
   }
+  const ui = raw('ui') ?? 'true';
+  if (ui !== 'true' && ui !== 'false') throw new ConfigError(`--ui (KSLATE_UI) must be true or false; got "${ui}".`);
   return {
     databaseUrl: raw('database-url') || undefined,
     listenHost: m[1].replace(/^\[(.*)\]$/, '$1'),
@@ -218,5 +223,6 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     drainTimeoutMs: duration('drain-timeout', '25s'),
     dbTimeoutMs: duration('db-timeout', '10s'),
     devPgPort: int('dev-pg-port', 1, 65535),
+    ui: ui === 'true',
   };
 }

@@ -12,13 +12,14 @@ import { runRequest, type AppServices } from '../request.js';
 import { readBody } from './body.js';
 import { requestIdFrom, requestMeta, type AppEnv, type PeerAddress } from './env.js';
 import { OPENAPI_PATH, serveOpenApi } from './openapi.js';
+import { mountConsole } from '../ui/console.js';
 
 /**
  * The HTTP/JSON and MCP app over any runtime's services; `peer` gives the client's address,
  * `readiness` answers /readyz; `opts.mcp` is what a runtime changes about MCP (Workers: the
  * JSON-schema validator).
  */
-export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOptions } = {}): Hono<AppEnv> {
+export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOptions; ui?: boolean } = {}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   // Every request: an id (X-Request-Id, echoed back) and one access-log line at info with
@@ -64,6 +65,8 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
   // The API's OpenAPI document: no credential (the same for every caller), cached with an ETag.
   app.get(OPENAPI_PATH, etag(), serveOpenApi);
   route('GET', OPENAPI_PATH);
+  // The read-only web console (docs/console.md), unless --ui=false.
+  if (opts.ui) mountConsole(app, s, peer);
 
   // A known path with another method: 405 with Allow (registered last, so it runs only
   // when no route of the path took the method).

@@ -273,6 +273,20 @@ describe('--k8s-audience (KSLATE_K8S_AUDIENCE)', () => {
   });
 });
 
+describe('--ui (KSLATE_UI): the web console at /ui', () => {
+  it('is on by default; --ui=false or KSLATE_UI=false turns it off; the flag beats the variable', () => {
+    expect(parseConfig([], {}).ui).toBe(true);
+    expect(parseConfig(['--ui=false'], {}).ui).toBe(false);
+    expect(parseConfig([], { KSLATE_UI: 'false' }).ui).toBe(false);
+    expect(parseConfig(['--ui', 'true'], { KSLATE_UI: 'false' }).ui).toBe(true);
+  });
+
+  it('refuses anything but true or false, naming the flag and variable', () => {
+    const e = configError(() => parseConfig(['--ui=no'], {}));
+    expect(e.message).toContain('--ui (KSLATE_UI) must be true or false');
+  });
+});
+
 describe('README configuration table', () => {
   it('lists every flag with its variable and default, as FLAGS (and `kslate help`) do', async () => {
     const { readFileSync } = await import('node:fs');

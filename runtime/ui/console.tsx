@@ -1,0 +1,327 @@
+/**
+ * The web console at /ui (docs/console.md): server-rendered, read-only pages over the same
+ * operation table every transport mounts. The person's bearer credential lives in an
+ * HttpOnly, SameSite=Strict cookie scoped to /ui; each page authenticates it exactly as an API
+ * request (`runRequest`: rejected-credential budget, providers) and calls the handlers with
+ * that identity, so read scopes, SCOPE_DENIED and NO_ROLE hold as on every transport. No
+ * rule lives here; this file only translates requests into handler inputs and outcomes into
+ * pages.
+ */
+import type { Context, Hono } from 'hono';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import type { JSX } from 'hono/jsx/jsx-runtime';
+import { subjectMatches } from '../../handlers/class-registry.js';
+import type { SvcError } from '../../handlers/errors.js';
+import { operations, type Operation } from '../../handlers/index.js';
+import { authenticateRequest, runRequest, type AppServices, type RequestResult } from '../request.js';
+import { readBody } from '../http/body.js';
+import { requestMeta, type AppEnv, type PeerAddress } from '../http/env.js';
+import { ASSETS } from './assets.js';
+import { buildTimeline, type HistoryRow } from './timeline.js';
+import {
+  ClassesPage,
+  ClassPage,
+  ErrorPage,
+  HistoryPage,
+  RecordPage,
+  RecordsPage,
+  SignInPage,
+  historyHref,
+  recordsHref,
+  type ClassView,
+  type FieldValueView,
+} from './views.js';
+
+export const UI_PATH = '/ui';
+export const COOKIE = 'kslate_console';
+/** A sign-in form body: a credential (a JWT is a few KiB) and its field name. */
+const MAX_FORM_BYTES = 16 * 1024;
+/** Rows of history per timeline page. */
+const HISTORY_PAGE = 500;
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+};
+
+type C = Context<AppEnv>;
+
+/** Mount the console's routes on the API app. */
+export function mountConsole(app: Hono<AppEnv>, s: AppServices, peer: PeerAddress): void {
+  app.use(`${UI_PATH}/*`, async (c, next) => {
+    await next();
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(k, v);
+    if (!c.res.headers.has('cache-control')) c.res.headers.set('cache-control', 'no-store');
+  });
+  app.use(UI_PATH, async (c, next) => {
+    await next();
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(k, v);
+    c.res.headers.set('cache-control', 'no-store');
+  });
+
+  app.get(`${UI_PATH}/assets/:name`, (c) => {
+    const a = ASSETS.get(c.req.path);
+    if (!a) return c.text('No such asset.', 404);
+    return c.body(a.body, 200, { 'content-type': a.type, 'cache-control': 'public, max-age=31536000, immutable' });
+  });
+
+  app.get(UI_PATH, (c) => (getCookie(c, COOKIE) ? classesPage(c, s, peer) : c.html(<SignInPage />)));
+  app.get(`${UI_PATH}/sign-in`, (c) => c.html(<SignInPage />));
+  app.post(`${UI_PATH}/sign-in`, (c) => signIn(c, s, peer));
+  app.post(`${UI_PATH}/sign-out`, (c) => {
+    const refused = checkOrigin(c);
+    if (refused) return refused;
+    deleteCookie(c, COOKIE, { path: UI_PATH, secure: isHttps(c), httpOnly: true, sameSite: 'Strict' });
+    return c.html(<SignInPage notice="You are signed out." />);
+  });
+  app.get(`${UI_PATH}/classes/:class`, (c) => classPage(c, s, peer));
+  app.get(`${UI_PATH}/classes/:class/records`, (c) => recordsPage(c, s, peer));
+  app.get(`${UI_PATH}/records/:class/:id`, (c) => recordPage(c, s, peer));
+  app.get(`${UI_PATH}/records/:class/:id/history`, (c) => historyPage(c, s, peer));
+}
+
+function isHttps(c: C): boolean {
+  return new URL(c.req.url).protocol === 'https:';
+}
+
+/**
+ * CSRF: the cookie is SameSite=Strict, and a POST must also come from a page of this origin
+ * (browsers send Origin on every form POST); anything else is refused with 403.
+ */
+function checkOrigin(c: C): Response | Promise<Response> | null {
+  const origin = c.req.header('origin');
+  const host = c.req.header('host');
+  let ok = false;
+  if (origin && host) {
+    try {
+      ok = new URL(origin).host === host;
+    } catch {
+      ok = false;
+    }
+  }
+  if (ok) return null;
+  c.set('errorCode', 'FORBIDDEN');
+  return c.html(
+    <ErrorPage title="Refused" code="FORBIDDEN" message="This form must be sent from a page of the console itself (its Origin did not match)." />,
+    403,
+  );
+}
+
+async function signIn(c: C, s: AppServices, peer: PeerAddress): Promise<Response> {
+  const refused = checkOrigin(c);
+  if (refused) return refused;
+  const body = await readBody(c.req.raw, MAX_FORM_BYTES);
+  if (body.kind !== 'text') {
+    const message =
+      body.kind === 'too-large'
+        ? `The form is larger than ${MAX_FORM_BYTES / 1024} KiB; paste only the credential.`
+        : 'Paste your credential in the form and send it.';
+    return c.html(<SignInPage error={{ code: 'MALFORMED', message }} />, 400);
+  }
+  const token = (new URLSearchParams(body.text).get('token') ?? '').trim();
+  if (token === '') {
+    return c.html(<SignInPage error={{ code: 'MALFORMED', message: 'Paste your credential in the form and send it.' }} />, 400);
+  }
+  const meta = requestMeta(c, s, peer);
+  try {
+    const identity = await authenticateRequest(s, meta.address, `Bearer ${token}`);
+    c.set('author', identity.author);
+  } catch (e) {
+    const err = e as SvcError;
+    c.set('errorCode', err.code ?? 'INTERNAL');
+    const status = (err.status ?? 500) as 401;
+    const message =
+      err.code === 'UNAUTHENTICATED'
+        ? `That credential was refused: ${err.message}`
+        : (err.message ?? 'The credential could not be checked; try again.');
+    return c.html(<SignInPage error={{ code: err.code ?? 'INTERNAL', message }} />, status);
+  }
+  setCookie(c, COOKIE, token, { path: UI_PATH, httpOnly: true, sameSite: 'Strict', secure: isHttps(c) });
+  return c.redirect(UI_PATH, 303);
+}
+
+/** Call one operation as the signed-in person; the credential comes from the cookie. */
+async function call<I>(c: C, s: AppServices, peer: PeerAddress, op: Operation<I>, input: I): Promise<RequestResult> {
+  const meta = requestMeta(c, s, peer);
+  const token = getCookie(c, COOKIE);
+  const r = await runRequest(s, { ...meta, authorization: token ? `Bearer ${token}` : undefined, scope: undefined }, op, () => input);
+  if (r.identity) c.set('author', r.identity.author);
+  if (!r.ok) c.set('errorCode', r.error.code);
+  return r;
+}
+
+/**
+ * The page for a refused call: a credential that no longer works (or none) goes back to the
+ * sign-in form, which clears the cookie; anything else is shown with its code and message.
+ */
+function refusal(c: C, r: Extract<RequestResult, { ok: false }>, title: string, back?: { href: string; text: string }): Response | Promise<Response> {
+  const { code, message } = r.error;
+  if (!r.identity) {
+    if (code === 'UNAUTHENTICATED') deleteCookie(c, COOKIE, { path: UI_PATH, secure: isHttps(c), httpOnly: true, sameSite: 'Strict' });
+    const notice = getCookie(c, COOKIE) ? 'Your credential is no longer accepted; sign in again.' : 'Sign in to use the console.';
+    return c.html(<SignInPage notice={code === 'UNAUTHENTICATED' ? notice : undefined} error={{ code, message }} />, r.error.status as 401);
+  }
+  return c.html(<ErrorPage who={r.identity.author} title={title} code={code} message={message} back={back} />, r.error.status as 403);
+}
+
+function page(c: C, el: JSX.Element): Response | Promise<Response> {
+  return c.html(el);
+}
+
+async function classesPage(c: C, s: AppServices, peer: PeerAddress): Promise<Response> {
+  const r = await call(c, s, peer, operations.classes, { params: [] });
+  if (!r.ok) return refusal(c, r, 'Classes');
+  const body = r.out.body as { classes: { name: string; gone?: boolean }[] };
+  return page(c, <ClassesPage who={r.identity.author} classes={body.classes} />);
+}
+
+async function classPage(c: C, s: AppServices, peer: PeerAddress): Promise<Response> {
+  const name = c.req.param('class')!;
+  const r = await call(c, s, peer, operations.class, { name, params: [] });
+  if (!r.ok) return refusal(c, r, `Class ${name}`, { href: UI_PATH, text: 'Classes' });
+  const cls = r.out.body as unknown as ClassView;
+  const mine = myRoles(cls, r.identity.author).map(([n]) => n);
+  return page(c, <ClassPage who={r.identity.author} cls={cls} mine={mine} />);
+}
+
+/** The caller's roles in a class, as the class operation shows them. */
+function myRoles(view: ClassView, author: string) {
+  return Object.entries(view.roles).filter(([, role]) => role.subjects.some((sub) => subjectMatches(sub, author)));
+}
+
+/** Fields some role of the caller may read. */
+function readable(view: ClassView, author: string): string[] {
+  const roles = myRoles(view, author).map(([, r]) => r);
+  return Object.keys(view.fields).filter((f) => roles.some((r) => r.read.includes('*') || r.read.includes(f)));
+}
+
+/** The query string's names, repeats included (the handlers refuse repeats as the API does). */
+function queryNames(c: C): string[] {
+  return [...new URL(c.req.url).searchParams.keys()];
+}
+
+async function recordsPage(c: C, s: AppServices, peer: PeerAddress): Promise<Response> {
+  const cls = c.req.param('class')!;
+  const def = await call(c, s, peer, operations.class, { name: cls, params: [] });
+  if (!def.ok) return refusal(c, def, `Records of ${cls}`, { href: UI_PATH, text: 'Classes' });
+  const view = def.out.body as unknown as ClassView;
+  const q = c.req.query();
+  // An empty box in the form means no filter on that field.
+  const { limit: rawLimit, after, ...rest } = q;
+  const filters = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== ''));
+  const limit = rawLimit === '' ? undefined : rawLimit;
+  const names = queryNames(c).filter((n) => (n === 'limit' ? limit !== undefined : n === 'after' ? true : n in filters));
+  const r = await call(c, s, peer, operations.query, { class: cls, filters, limit, after, params: names });
+  const filterable = readable(view, def.identity.author).filter((f) => view.fields[f].kind !== 'append');
+  const base = new URLSearchParams(filters);
+  if (limit !== undefined) base.set('limit', limit);
+  const link = (extra?: string) => {
+    const p = new URLSearchParams(base);
+    if (extra) p.set('after', extra);
+    const qs = p.toString();
+    return `${recordsHref(cls)}${qs ? `?${qs}` : ''}`;
+  };
+  if (!r.ok) {
+    if (!r.identity) return refusal(c, r, `Records of ${cls}`);
+    return c.html(
+      <RecordsPage who={def.identity.author} cls={cls} filterable={filterable} filters={filters} limit={limit} records={[]} error={r.error} />,
+      r.error.status as 400,
+    );
+  }
+  const body = r.out.body as { records: { record: string; record_version: number; fields: Record<string, FieldValueView> }[]; next_after?: string };
+  return page(
+    c,
+    <RecordsPage
+      who={r.identity.author}
+      cls={cls}
+      filterable={filterable}
+      filters={filters}
+      limit={limit}
+      records={body.records}
+      nextHref={body.next_after ? link(body.next_after) : undefined}
+      firstHref={after !== undefined ? link() : undefined}
+    />,
+  );
+}
+
+async function recordPage(c: C, s: AppServices, peer: PeerAddress): Promise<Response> {
+  const cls = c.req.param('class')!;
+  const id = c.req.param('id')!;
+  const back = { href: recordsHref(cls), text: `Records of ${cls}` };
+  const r = await call(c, s, peer, operations.get, { class: cls, id, params: [] });
+  if (!r.ok) return refusal(c, r, `${cls}/${id}`, back);
+  const def = await call(c, s, peer, operations.class, { name: cls, params: [] });
+  if (!def.ok) return refusal(c, def, `${cls}/${id}`, back);
+  const view = def.out.body as unknown as ClassView;
+  const roles = myRoles(view, r.identity.author).map(([n]) => n);
+  const checkpoints = [];
+  for (const role of roles) {
+    const cp = await call(c, s, peer, operations.checkpointLoad, { class: cls, id, role, params: ['role'] });
+    if (cp.ok) checkpoints.push(cp.out.body as any);
+    else checkpoints.push({ role, document: null, record_version: 0, changed_fields: [], error: `${cp.error.code}: ${cp.error.message}` });
+  }
+  const body = r.out.body as { record_version: number; fields: Record<string, FieldValueView> };
+  return page(
+    c,
+    <RecordPage
+      who={r.identity.author}
+      cls={cls}
+      id={id}
+      recordVersion={body.record_version}
+      defs={view.fields}
+      fields={body.fields}
+      checkpoints={checkpoints}
+      now={new Date()}
+    />,
+  );
+}
+
+async function historyPage(c: C, s: AppServices, peer: PeerAddress): Promise<Response> {
+  const cls = c.req.param('class')!;
+  const id = c.req.param('id')!;
+  const q = c.req.query();
+  const field = q.field || undefined;
+  const author = q.author || undefined;
+  const outcome = q.outcome || undefined;
+  const before = q.before || undefined;
+  const params = [...(field ? ['field'] : []), ...(before ? ['before'] : []), 'limit'];
+  const r = await call(c, s, peer, operations.history, { class: cls, id, field, before, limit: HISTORY_PAGE, params });
+  if (!r.ok) return refusal(c, r, `History of ${cls}/${id}`, { href: recordsHref(cls), text: `Records of ${cls}` });
+  const body = r.out.body as { history: HistoryRow[]; next_before?: string };
+  // Diffs are worked out over every row of the page; author and outcome only choose what is shown.
+  const all = buildTimeline(body.history, before === undefined && body.next_before === undefined);
+  const shown = all.filter(
+    (a) =>
+      (!author || a.row.author === author) &&
+      (!outcome || (outcome === 'rejected' ? a.row.outcome !== 'applied' : a.row.outcome === outcome)),
+  );
+  const def = await call(c, s, peer, operations.class, { name: cls, params: [] });
+  const fields = def.ok ? readable(def.out.body as unknown as ClassView, r.identity.author) : [...new Set(body.history.map((h) => h.field))];
+  let olderHref: string | undefined;
+  if (body.next_before) {
+    const p = new URLSearchParams();
+    if (field) p.set('field', field);
+    if (author) p.set('author', author);
+    if (outcome) p.set('outcome', outcome);
+    p.set('before', body.next_before);
+    olderHref = `${historyHref(cls, id)}?${p}`;
+  }
+  return page(
+    c,
+    <HistoryPage
+      who={r.identity.author}
+      cls={cls}
+      id={id}
+      fields={fields}
+      authors={[...new Set(body.history.map((h) => h.author))].sort()}
+      filter={{ field, author, outcome }}
+      attempts={shown}
+      total={all.length}
+      olderHref={olderHref}
+    />,
+  );
+}
+
