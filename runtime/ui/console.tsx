@@ -88,24 +88,28 @@ function isHttps(c: C): boolean {
 }
 
 /**
- * CSRF: the cookie is SameSite=Strict, and a POST must also come from a page of this origin
- * (browsers send Origin on every form POST); anything else is refused with 403.
+ * CSRF: the cookie is SameSite=Strict, and a POST must also come from a page of this origin:
+ * its Origin names this host, or (pages are served with Referrer-Policy: no-referrer, under
+ * which browsers send `Origin: null` on a form POST) the browser's own Sec-Fetch-Site says
+ * same-origin; a page cannot forge either header. Anything else is refused with 403.
  */
 function checkOrigin(c: C): Response | Promise<Response> | null {
   const origin = c.req.header('origin');
   const host = c.req.header('host');
   let ok = false;
-  if (origin && host) {
+  if (origin && origin !== 'null') {
     try {
-      ok = new URL(origin).host === host;
+      ok = host !== undefined && new URL(origin).host === host;
     } catch {
       ok = false;
     }
+  } else {
+    ok = c.req.header('sec-fetch-site') === 'same-origin';
   }
   if (ok) return null;
   c.set('errorCode', 'FORBIDDEN');
   return c.html(
-    <ErrorPage title="Refused" code="FORBIDDEN" message="This form must be sent from a page of the console itself (its Origin did not match)." />,
+    <ErrorPage title="Refused" code="FORBIDDEN" message="This form must be sent from a page of the console itself (its origin did not match)." />,
     403,
   );
 }
@@ -160,9 +164,11 @@ async function call<I>(c: C, s: AppServices, peer: PeerAddress, op: Operation<I>
 function refusal(c: C, r: Extract<RequestResult, { ok: false }>, title: string, back?: { href: string; text: string }): Response | Promise<Response> {
   const { code, message } = r.error;
   if (!r.identity) {
+    // Not signed in: the sign-in form (a plain redirect, not an error page).
+    if (!getCookie(c, COOKIE)) return c.redirect(`${UI_PATH}/sign-in`, 303);
     if (code === 'UNAUTHENTICATED') deleteCookie(c, COOKIE, { path: UI_PATH, secure: isHttps(c), httpOnly: true, sameSite: 'Strict' });
-    const notice = getCookie(c, COOKIE) ? 'Your credential is no longer accepted; sign in again.' : 'Sign in to use the console.';
-    return c.html(<SignInPage notice={code === 'UNAUTHENTICATED' ? notice : undefined} error={{ code, message }} />, r.error.status as 401);
+    const notice = code === 'UNAUTHENTICATED' ? 'Your credential is no longer accepted; sign in again.' : undefined;
+    return c.html(<SignInPage notice={notice} error={{ code, message }} />, r.error.status as 401);
   }
   return c.html(<ErrorPage who={r.identity.author} title={title} code={code} message={message} back={back} />, r.error.status as 403);
 }
