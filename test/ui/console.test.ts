@@ -181,7 +181,7 @@ describe('sign-in and sign-out', () => {
   );
 
   test('a sign-in or sign-out POST from another origin is refused (403)', async () => {
-    const cross = [
+    const cross: Record<string, string>[] = [
       { origin: 'https://evil.example' },
       { origin: 'null', 'sec-fetch-site': 'cross-site' },
       {}, // neither header: not a browser form of this origin
