@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import chromium from '@sparticuz/chromium';
 import { chromium as playwright, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { incident } from '../fixtures/classes.js';
+import { incident as incidentFixture } from '../fixtures/classes.js';
+import { AUD, fakeIssuer, key, token } from '../identity/fake-issuer.js';
 import { tasks } from '../fixtures/task-classes.js';
 import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
 
@@ -18,7 +19,18 @@ const ARTIFACTS = fileURLToPath(new URL('./artifacts/', import.meta.url));
 const ACTION_MS = 20_000;
 const TEST_MS = 90_000;
 
+/** The incident fixture plus an observer role for an OIDC identity. */
+const incident = {
+  ...incidentFixture,
+  spec: {
+    ...incidentFixture.spec,
+    roles: { ...incidentFixture.spec.roles, observer: { subjects: ['oidc:ops-1'], read: ['title'], write: [] } },
+  },
+};
+
 let t: TestGateway;
+let issuer: Awaited<ReturnType<typeof fakeIssuer>>;
+let oidcKey: Awaited<ReturnType<typeof key>>;
 let browser: Browser;
 /** Console errors and page errors seen on any page outside the CSP test. */
 const consoleErrors: string[] = [];
@@ -77,7 +89,12 @@ async function shot(page: Page, name: string): Promise<void> {
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  t = await startTestGateway([incident, tasks]);
+  issuer = await fakeIssuer();
+  oidcKey = await key('k1');
+  issuer.jwks.push(oidcKey.jwk);
+  t = await startTestGateway([incident, tasks], {
+    extraArgs: ['--identity', 'apikey,oidc', '--oidc-issuer', issuer.url, '--oidc-audience', AUD],
+  });
   browser = await playwright.launch({
     executablePath: await chromium.executablePath(),
     args: chromium.args,
@@ -115,6 +132,12 @@ beforeAll(async () => {
   await new Promise((r) => setTimeout(r, 1500));
   const took = await t.call('bob', 'PUT', '/v1/records/tasks/t-0/fields/job/claim', { lease_seconds: 600 });
   expect(took.body.took_over_from).toBe('apikey:alice');
+  // bob's write fenced on the lease he took over.
+  await mustPut('bob', 'tasks/t-0/fields/title', {
+    value: 'rotate keys (bob)',
+    expected_version: 1,
+    based_on: [{ field: 'job', version: 2, kind: 'fence' }],
+  });
   // Five more records for paging.
   for (let i = 1; i <= 5; i++) await mustPut('alice', `tasks/t-${i}/fields/title`, { value: `task ${i}`, expected_version: 0 });
 }, 120_000);
@@ -123,6 +146,7 @@ afterAll(async () => {
   for (const c of contexts) await c.close().catch(() => undefined);
   await browser?.close();
   await t?.close();
+  await issuer?.close();
 });
 
 describe('sign-in and sign-out', () => {
@@ -176,6 +200,22 @@ describe('sign-in and sign-out', () => {
       expect(res?.status()).toBe(401);
       await contains(page.locator('.notice'), 'no longer accepted');
       expect(await page.context().cookies()).toEqual([]);
+    },
+    TEST_MS,
+  );
+
+  test(
+    'an OIDC token signs in too, and its identity sees only its role\'s fields',
+    async () => {
+      const page = await newPage();
+      await page.goto(`${t.url}/ui`);
+      await page.getByLabel('Credential').fill(await token(oidcKey, { iss: issuer.url, sub: 'ops-1' }));
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${t.url}/ui`);
+      await contains(page.locator('.who'), 'oidc:ops-1');
+      await page.goto(`${t.url}/ui/records/incident/db-1`);
+      await contains(page.locator('tr[data-field="title"]'), 'eu-west');
+      await count(page.locator('tbody tr'), 1);
     },
     TEST_MS,
   );
@@ -332,6 +372,9 @@ describe('pages', () => {
       const take = page.locator('ol.timeline > li', { hasText: 'takeover from apikey:alice' });
       await count(take, 1);
       await contains(take, 'by apikey:bob');
+      // Without the field filter the fenced write is marked too.
+      await page.goto(`${t.url}/ui/records/tasks/t-0/history`);
+      await contains(page.locator('ol.timeline > li', { hasText: 'put title' }), 'fenced on job v2');
     },
     TEST_MS,
   );
@@ -401,6 +444,27 @@ describe('pages', () => {
         const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
         expect(overflow, path).toBeLessThanOrEqual(0);
       }
+    },
+    TEST_MS,
+  );
+});
+
+describe('without JavaScript', () => {
+  test(
+    'sign-in, the pages, the countdown text and the timeline filters all work with scripts off',
+    async () => {
+      const ctx = await browser.newContext({ javaScriptEnabled: false });
+      contexts.push(ctx);
+      ctx.setDefaultTimeout(ACTION_MS);
+      const page = await ctx.newPage();
+      await signIn(page, 'alice');
+      await page.goto(`${t.url}/ui/records/tasks/t-0`);
+      await contains(page.locator('tr[data-field="job"] .countdown'), 'expires in');
+      await page.goto(`${t.url}/ui/records/incident/db-1/history`);
+      await page.getByLabel('Outcome').selectOption('stale');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await count(page.locator('ol.timeline > li'), 1);
+      await contains(page.locator('ol.timeline > li ins'), 'Replica lag only');
     },
     TEST_MS,
   );
