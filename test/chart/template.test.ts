@@ -137,6 +137,10 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       expect([flag(wk, '--health-port'), flag(wk, '--metrics-port'), flag(wk, '--sweep-interval')]).toEqual(['8082', '9091', '5m']);
       expect(servicePorts(find(objs, 'Service', 'rel-kslate-worker-metrics'))).toEqual({ metrics: [9091, 'metrics'] });
     });
+    test('the web console: --ui true by default, gateway.ui=false turns it off', () => {
+      expect(flag(find(render(v, ['default']), 'Deployment', GATEWAY), '--ui')).toBe('true');
+      expect(flag(find(render(v, ['default'], { 'gateway.ui': false }), 'Deployment', GATEWAY), '--ui')).toBe('false');
+    });
     test('grpcPort 9000: container port, Service port and flag', () => {
       const objs = render(v, ['default'], { 'gateway.grpcPort': 9000 });
       const gw = find(objs, 'Deployment', GATEWAY);
