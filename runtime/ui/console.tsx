@@ -36,6 +36,8 @@ export const UI_PATH = '/ui';
 export const COOKIE = 'kslate_console';
 /** A sign-in form body: a credential (a JWT is a few KiB) and its field name. */
 const MAX_FORM_BYTES = 16 * 1024;
+/** Browsers drop a cookie over 4096 bytes (name, value and attributes): refuse rather than lose it. */
+const MAX_COOKIE_TOKEN = 3800;
 /** Rows of history per timeline page. */
 const HISTORY_PAGE = 500;
 
@@ -69,6 +71,7 @@ export function mountConsole(app: Hono<AppEnv>, s: AppServices, peer: PeerAddres
   });
 
   app.get(UI_PATH, (c) => (getCookie(c, COOKIE) ? classesPage(c, s, peer) : c.html(<SignInPage />)));
+  app.get(`${UI_PATH}/`, (c) => c.redirect(UI_PATH, 301));
   app.get(`${UI_PATH}/sign-in`, (c) => c.html(<SignInPage />));
   app.post(`${UI_PATH}/sign-in`, (c) => signIn(c, s, peer));
   app.post(`${UI_PATH}/sign-out`, (c) => {
@@ -130,6 +133,10 @@ async function signIn(c: C, s: AppServices, peer: PeerAddress): Promise<Response
     return c.html(<SignInPage error={{ code: 'MALFORMED', message: 'Paste your credential in the form and send it.' }} />, 400);
   }
   const meta = requestMeta(c, s, peer);
+  if (encodeURIComponent(token).length > MAX_COOKIE_TOKEN) {
+    const message = `The credential is longer than a browser keeps in a cookie (${MAX_COOKIE_TOKEN} bytes); ask for a shorter token (fewer claims) to use the console.`;
+    return c.html(<SignInPage error={{ code: 'MALFORMED', message }} />, 400);
+  }
   try {
     const identity = await authenticateRequest(s, meta.address, `Bearer ${token}`);
     c.set('author', identity.author);

@@ -220,6 +220,21 @@ describe('sign-in and sign-out', () => {
     TEST_MS,
   );
 
+  test('an empty or oversized credential is refused with what to do, before any provider is asked', async () => {
+    const post = (body: string) =>
+      fetch(`${t.url}/ui/sign-in`, { method: 'POST', headers: { origin: t.url, 'content-type': 'application/x-www-form-urlencoded' }, body });
+    const empty = await post('token=');
+    expect(empty.status).toBe(400);
+    expect(await empty.text()).toContain('Paste your credential');
+    const long = await post(`token=${'a'.repeat(5000)}`);
+    expect(long.status).toBe(400);
+    expect(await long.text()).toContain('longer than a browser keeps in a cookie');
+    const huge = await post(`token=${'a'.repeat(20_000)}`);
+    expect(huge.status).toBe(400);
+    expect(await huge.text()).toContain('larger than 16 KiB');
+    expect((await fetch(`${t.url}/ui/`, { redirect: 'manual' })).headers.get('location')).toBe('/ui');
+  });
+
   test('a sign-in or sign-out POST from another origin is refused (403)', async () => {
     const cross: Record<string, string>[] = [
       { origin: 'https://evil.example' },
