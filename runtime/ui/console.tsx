@@ -223,10 +223,11 @@ async function recordsPage(c: C, s: AppServices, peer: PeerAddress): Promise<Res
   const view = def.out.body as unknown as ClassView;
   const q = c.req.query();
   // An empty box in the form means no filter on that field.
-  const { limit: rawLimit, after, ...rest } = q;
+  const { limit: rawLimit, after: rawAfter, ...rest } = q;
   const filters = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== ''));
-  const limit = rawLimit === '' ? undefined : rawLimit;
-  const names = queryNames(c).filter((n) => (n === 'limit' ? limit !== undefined : n === 'after' ? true : n in filters));
+  const limit = rawLimit || undefined;
+  const after = rawAfter || undefined;
+  const names = queryNames(c).filter((n) => (n === 'limit' ? limit !== undefined : n === 'after' ? after !== undefined : n in filters));
   const r = await call(c, s, peer, operations.query, { class: cls, filters, limit, after, params: names });
   const filterable = readable(view, def.identity.author).filter((f) => view.fields[f].kind !== 'append');
   const base = new URLSearchParams(filters);

@@ -412,6 +412,16 @@ describe('pages', () => {
       await count(page.getByRole('link', { name: 'Next page' }), 0);
       await page.getByRole('link', { name: 'First page' }).click();
       expect(await ids()).toEqual(['t-0', 't-1']);
+      // Empty boxes (as a form sends them) are no filter and no cursor.
+      await page.goto(`${t.url}/ui/classes/tasks/records?title=&job=&limit=2&after=`);
+      expect(await ids()).toEqual(['t-0', 't-1']);
+      // A cursor that is not one: the query's own MALFORMED, shown on the page (a 400 document
+      // logs a resource error by design, so this page is not watched).
+      const unwatched = await newPage(false);
+      await signIn(unwatched, 'alice');
+      const bad = await unwatched.goto(`${t.url}/ui/classes/tasks/records?after=nonsense`);
+      expect(bad?.status()).toBe(400);
+      await contains(unwatched.getByRole('alert'), 'MALFORMED');
 
       await page.goto(`${t.url}/ui/classes/tasks/records`);
       await page.getByLabel('title').fill('task 3');
