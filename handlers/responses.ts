@@ -44,27 +44,28 @@ export const entryView = v.strictObject({
   invocation,
 });
 
+/** What every rendered field carries besides its value or lease: its version and the write's metadata. */
+function fieldMeta() {
+  return {
+    version,
+    author: v.optional(author),
+    identity_strength: v.optional(StrengthSchema),
+    evidence: v.optional(v.string()),
+    based_on: basedOn,
+    invocation,
+    updated_at: timestamp,
+  };
+}
+
 /** A versioned or soft field. */
 export const valueFieldView = v.strictObject({
   value: jsonValue,
-  version,
-  author: v.optional(author),
-  identity_strength: v.optional(StrengthSchema),
-  evidence: v.optional(v.string()),
-  based_on: basedOn,
-  invocation,
-  updated_at: timestamp,
+  ...fieldMeta(),
 });
 
 /** A task field: the lease, with `owner` and `lease_expires_at` only while someone holds it. */
 export const taskFieldView = v.strictObject({
-  version,
-  author: v.optional(author),
-  identity_strength: v.optional(StrengthSchema),
-  evidence: v.optional(v.string()),
-  based_on: basedOn,
-  invocation,
-  updated_at: timestamp,
+  ...fieldMeta(),
   owner: v.optional(author),
   lease_expires_at: v.optional(timestamp),
   lease_lapsed: v.optional(v.pipe(v.literal(true), d('The lease expired and nobody has claimed the task since.'))),
