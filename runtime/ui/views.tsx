@@ -3,6 +3,7 @@
  * database or the request goes in as text or an attribute, which Hono JSX escapes; nothing
  * is inserted as raw HTML. No inline script or style: the CSP forbids both.
  */
+import { raw } from 'hono/html';
 import type { Child } from 'hono/jsx';
 import { CSS_ASSET, JS_ASSET } from './assets.js';
 import { KNOWN_OUTCOMES, pretty, type Attempt, type DiffPart } from './timeline.js';
@@ -14,8 +15,11 @@ export const recordHref = (cls: string, id: string) => `/ui/records/${enc(cls)}/
 export const historyHref = (cls: string, id: string) => `${recordHref(cls, id)}/history`;
 
 export function Layout(props: { title: string; who?: string; children?: Child; watch?: string }) {
+  // The doctype (standards mode) is the only raw HTML of the console: a constant.
   return (
-    <html lang="en">
+    <>
+      {raw('<!DOCTYPE html>')}
+      <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
@@ -49,7 +53,8 @@ export function Layout(props: { title: string; who?: string; children?: Child; w
           {props.children}
         </main>
       </body>
-    </html>
+      </html>
+    </>
   );
 }
 

@@ -176,6 +176,7 @@ describe('sign-in and sign-out', () => {
       // Not readable by scripts, not in the URL, not in localStorage.
       expect(await page.evaluate(() => document.cookie)).toBe('');
       expect(await page.evaluate(() => JSON.stringify(localStorage))).toBe('{}');
+      expect(await page.evaluate(() => document.compatMode)).toBe('CSS1Compat'); // standards mode
       expect(page.url()).not.toContain(KEYS.alice);
       await visible(page.getByRole('link', { name: 'incident' }));
       await shot(page, 'classes');
@@ -525,6 +526,7 @@ describe('security headers and CSP', () => {
     expect(res.headers.get('referrer-policy')).toBe('no-referrer');
     expect(res.headers.get('cache-control')).toBe('no-store');
     const html = await res.text();
+    expect(html.startsWith('<!DOCTYPE html><html lang="en">')).toBe(true);
     const css = /href="(\/ui\/assets\/console\.[0-9a-f]{8}\.css)"/.exec(html)?.[1];
     const js = /src="(\/ui\/assets\/console\.[0-9a-f]{8}\.js)"/.exec(html)?.[1];
     expect(css).toBeTruthy();
