@@ -30,9 +30,10 @@ h2 { font-size: 1.2rem; margin-top: 2rem; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; vertical-align: top; padding: .35rem .6rem; border-bottom: 1px solid var(--line); }
 th { background: var(--soft); }
-td, th { overflow-wrap: anywhere; }
+td, th { overflow-wrap: break-word; }
+thead th { white-space: nowrap; }
 pre, code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .9em; }
-pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; background: var(--soft); padding: .35rem .5rem; border-radius: 4px; }
+pre { white-space: pre-wrap; overflow-wrap: break-word; margin: 0; background: var(--soft); padding: .35rem .5rem; border-radius: 4px; }
 .muted { color: var(--muted); }
 .badge { display: inline-block; padding: 0 .45rem; border-radius: 1rem; font-size: .85em; font-weight: 600;
   border: 1px solid currentColor; white-space: nowrap; }
