@@ -69,6 +69,8 @@ class Sub implements Subscription {
   readonly queue: ChangeRow[] = [];
   /** Live changes that came while catching up. */
   readonly buffer: ChangeRow[] = [];
+  /** How often the buffer overflowed and was dropped (a record's reads then go on once more). */
+  dropped = 0;
   bytes = 0;
   reason: 'slow' | 'shutdown' | 'closed' | null = null;
   private wake: (() => void) | null = null;
@@ -92,18 +94,29 @@ class Sub implements Subscription {
   offer(row: ChangeRow): void {
     if (this.reason) return;
     if (this.from.kind === 'record' && row.rid !== this.from.rid) return;
-    const into = this.mode === 'live' ? this.queue : this.buffer;
-    if (into.length >= this.hub.opts.queueMax || (into.length > 0 && this.bytes + row.bytes > this.hub.opts.queueBytes)) {
+    if (this.mode === 'catchup') {
+      if (this.buffer.length >= this.hub.opts.queueMax || (this.buffer.length > 0 && this.bytes + row.bytes > this.hub.opts.queueBytes)) {
+        // Still catching up and the live feed outran it: forget what waited and read on
+        // further instead (the reads are paced by the consumer, so this stays bounded). A
+        // class reads on up to this change; a record's own reads see every committed change.
+        for (const r of this.buffer) this.bytes -= r.bytes;
+        this.buffer.length = 0;
+        this.dropped++;
+        if (this.from.kind === 'class') this.target = posOf(row);
+        return;
+      }
+      this.buffer.push(row);
+      this.bytes += row.bytes;
+      return;
+    }
+    if (this.queue.length >= this.hub.opts.queueMax || (this.queue.length > 0 && this.bytes + row.bytes > this.hub.opts.queueBytes)) {
       this.end('slow');
       return;
     }
-    if (this.mode === 'live') {
-      if (!this.accept(row)) return;
-    } else {
-      this.buffer.push(row);
+    if (this.accept(row)) {
+      this.bytes += row.bytes;
+      this.poke();
     }
-    this.bytes += row.bytes;
-    this.poke();
   }
 
   /**
@@ -179,6 +192,7 @@ class Sub implements Subscription {
   /** One page of the subscriber's own reads; at the end of them, the buffered live changes join. */
   private async catchUp(): Promise<void> {
     const { batch, batchBytes } = this.hub.limits;
+    const dropped = this.dropped;
     let rows: ChangeRow[];
     if (this.from.kind === 'record') {
       rows = await this.hub.log.readRecordChanges(this.from.class, this.from.rid, this.lastRv, { limit: batch, maxBytes: batchBytes });
@@ -194,6 +208,8 @@ class Sub implements Subscription {
       this.bytes += r.bytes;
     }
     if (rows.length > 0) return;
+    // Live changes dropped while this read ran may have committed after its snapshot: read again.
+    if (this.dropped !== dropped) return;
     // Caught up: what arrived live meanwhile follows, without what the reads already gave.
     if (this.from.kind === 'class' && this.target && comparePos(this.target, this.lastPos!) > 0) this.lastPos = this.target;
     this.mode = 'live';
