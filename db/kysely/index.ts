@@ -869,12 +869,14 @@ class PgWriteTx implements WriteTx {
 
   async applyField(w: FieldWrite) {
     const created = this.record === null;
-    // One statement: raise (or create) the record, upsert the field, add the history row.
+    // One statement: raise (or create) the record, upsert the field, add the history row
+    // (its log position is the record's, migration 0007).
     const rec = created
-      ? sql`insert into records (class, rid, record_version) values (${this.cls}, ${this.rid}, 1)
-            returning id, record_version`
-      : sql`update records set record_version = record_version + 1, last_write_at = now()
-            where id = ${this.record!.id} returning id, record_version`;
+      ? sql`insert into records (class, rid, record_version, log_tx) values (${this.cls}, ${this.rid}, 1, pg_current_xact_id())
+            returning id, record_version, log_tx`
+      : sql`update records set record_version = record_version + 1, last_write_at = now(),
+                               log_tx = greatest(log_tx, pg_current_xact_id())
+            where id = ${this.record!.id} returning id, record_version, log_tx`;
     // Each text is sent once (the `p` row) and measured there: `bytes` lets reads cut a page
     // at its byte budget without de-TOASTing values (migration 0003). Only versioned and soft
     // fields keep their value on the field row; an append field's value is its new entry
@@ -908,10 +910,11 @@ class PgWriteTx implements WriteTx {
       )${entry},
       h as (
         insert into history (class, rid, field, op, version, record_version, value, author, identity_strength,
-                             evidence, expected_version, based_on, invocation, outcome, bytes)
+                             evidence, expected_version, based_on, invocation, outcome, bytes, tx)
         select ${this.cls}, ${this.rid}, ${w.field}, ${w.history.op}, ${w.version}, r.record_version,
                p.v::json, ${w.author}, ${w.identity_strength}, p.ev,
-               ${w.history.expected_version ?? null}, p.bo::jsonb, p.inv::json, 'applied', p.vbytes + p.mbytes
+               ${w.history.expected_version ?? null}, p.bo::jsonb, p.inv::json, 'applied', p.vbytes + p.mbytes,
+               r.log_tx
         from r, p
       )
       select id, record_version from r`.execute(this.trx);
