@@ -153,6 +153,27 @@ describe('per-class watch', () => {
   });
 });
 
+describe('roles change while a stream is open', () => {
+  test('a caller removed from every role of the class gets a last `end` (revoked) at its next event', async () => {
+    await soft('rv', 1);
+    const w = await watch('bob', '/v1/classes/incident/watch');
+    await w.next();
+    const without = { ...incident, spec: { ...incident.spec, roles: { responder: incident.spec.roles.responder } } };
+    t.writeClasses([without]);
+    try {
+      await t.gw.services.reconcileOnce();
+      await new Promise((r) => setTimeout(r, 1_100)); // the role re-check runs at most once a second
+      await t.call('alice', 'PUT', '/v1/records/incident/rv/fields/title', { value: 'hidden now', expected_version: 0 });
+      await w.ended();
+      expect(w.events.map((e) => e.event)).toEqual(['open', 'end']);
+      expect(w.events[1].data).toMatchObject({ reason: 'revoked' });
+    } finally {
+      t.writeClasses([incident]);
+      await t.gw.services.reconcileOnce();
+    }
+  });
+});
+
 describe('the retained window', () => {
   test('a cursor older than --watch-retention answers 410 EXPIRED with the oldest cursor still available', async () => {
     const short = await startTestGateway([incident], { db: t.db, extraArgs: ['--watch-retention', '1s', '--watch-poll-interval', '20ms'] });
