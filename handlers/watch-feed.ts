@@ -22,8 +22,8 @@ export type FeedItem =
   | { type: 'change'; row: ChangeRow }
   /** Nothing happened for the heartbeat interval. */
   | { type: 'heartbeat' }
-  /** The subscription ended: `slow` (its queue overflowed), `shutdown` (the process stops). */
-  | { type: 'end'; reason: 'slow' | 'shutdown' };
+  /** The subscription ended: `slow` (its queue overflowed), `shutdown` (the process stops), `closed` (by `close`). */
+  | { type: 'end'; reason: 'slow' | 'shutdown' | 'closed' };
 
 export interface Subscription {
   /** A class subscription: the position it starts after (`after`, or now). */

@@ -158,6 +158,7 @@ function render(ctx: Ctx, initial: Access, sub: Subscription, open: WatchItem, i
           }
           yield item;
         } else if (item.type === 'end') {
+          if (item.reason === 'closed') return; // the client went away: nobody to tell
           yield { type: 'end', reason: item.reason, message: END_MESSAGES[item.reason] };
           return;
         } else {

@@ -165,7 +165,7 @@ class Sub implements Subscription {
 
   async next(): Promise<FeedItem> {
     for (;;) {
-      if (this.reason) return { type: 'end', reason: this.reason === 'slow' ? 'slow' : 'shutdown' };
+      if (this.reason) return { type: 'end', reason: this.reason };
       const row = this.queue.shift();
       if (row) {
         this.bytes -= row.bytes;

@@ -156,6 +156,11 @@ async function handleWatch(c: Context<AppEnv>, s: AppServices, op: Operation, pe
     return reply(c, r.error.status, r.error.body());
   }
   const stream = r.out.stream as WatchStream;
+  // A client gone before the stream starts must free its slot too (onAbort below only
+  // fires once the body is being read).
+  const signal = c.req.raw.signal;
+  if (signal.aborted) stream.close();
+  else signal.addEventListener('abort', () => stream.close(), { once: true });
   c.header('x-request-id', c.get('requestId'));
   // Proxies (nginx) must pass events on as they come.
   c.header('x-accel-buffering', 'no');
