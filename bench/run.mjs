@@ -53,7 +53,7 @@ import {
   putScenario,
   queryScenario,
 } from './lib/scenarios.mjs';
-import { grpcScenario, mcpScenario } from './lib/transports.mjs';
+import { grpcScenario, grpcWireScenario, mcpScenario, mcpWireScenario } from './lib/transports.mjs';
 import { machineCpu, round, sleep } from './lib/util.mjs';
 import { withClient } from './lib/db.mjs';
 
@@ -279,14 +279,14 @@ async function main() {
         say('  mcp: not available (dist/runtime/mcp/server.js is not in this build)');
         return [{ scenario: 'put', transport: 'mcp', clients: top, unavailable: true }];
       }
-      return mcpScenario(ctx, httpPutTop);
+      return [...(await mcpScenario(ctx, httpPutTop)), ...(await mcpWireScenario(ctx, httpPutTop))];
     });
     await runOne('grpc', async () => {
       if (!wantGrpc) {
         say('  grpc: not available (dist/runtime/grpc/server.js is not in this build)');
         return [{ scenario: 'put', transport: 'grpc', clients: top, unavailable: true }];
       }
-      return grpcScenario(ctx, httpPutTop);
+      return [...(await grpcScenario(ctx, httpPutTop)), ...(await grpcWireScenario(ctx, httpPutTop))];
     });
 
     const peakRssMb = round(gw.sampler.peak, 1);

@@ -1,4 +1,4 @@
-/** history: GET /v1/records/{class}/{id}/history?field=&limit=N&before=<cursor> (HTTP only). */
+/** history: GET /v1/records/{class}/{id}/history?field=&limit=N&before=<cursor>; gRPC History; MCP resource kslate://records/{class}/{id}/history. */
 import type { HistoryRow } from '../db/port.js';
 import type { Ctx } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';

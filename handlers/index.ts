@@ -85,6 +85,8 @@ export const operations = {
   }),
   history: op<HistoryInput>({
     name: 'history',
+    // An addition to decisions §7 (issue 16): §7 left history to HTTP.
+    grpc: 'History',
     method: 'GET',
     path: '/v1/records/:class/:id/history',
     write: false,

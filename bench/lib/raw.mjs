@@ -88,7 +88,7 @@ const READ_ONE = {
               x.lease_lapsed, (x.owner is not null and x.lease_expires_at > now()), x.sz, x.fits) order by x.name), '[]')::text
            from (select f.*, ${FB} as sz, sum(${FB}) over () <= $1 as fits
                  from fields f
-                 where f.record_id = r.id and f.name = any($2::text[])) x) as fields
+                 where f.record_id = r.id and array_position($2::text[], f.name) is not null) x) as fields
         from records r
         where r.class = $3 and r.rid = $4`,
 };

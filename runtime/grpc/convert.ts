@@ -18,6 +18,8 @@ import type { CheckpointSaveResult } from './generated/svc/v1/CheckpointSaveResu
 import type { ClaimResult } from './generated/svc/v1/ClaimResult.js';
 import type { Entry } from './generated/svc/v1/Entry.js';
 import type { Field } from './generated/svc/v1/Field.js';
+import type { HistoryEntry } from './generated/svc/v1/HistoryEntry.js';
+import type { HistoryResult } from './generated/svc/v1/HistoryResult.js';
 import type { Premise, Premise__Output } from './generated/svc/v1/Premise.js';
 import type { QueryResult } from './generated/svc/v1/QueryResult.js';
 import type { Record as RecordMsg } from './generated/svc/v1/Record.js';
@@ -229,4 +231,37 @@ export function checkpointLoadResultMsg({ body }: Outcome): CheckpointLoadResult
 export function queryResultMsg({ body }: Outcome): QueryResult {
   const records = Array.isArray(body.records) ? (body.records as Obj[]) : [];
   return { class: str(body.class), records: records.map(recordMsg), ...optional('next_after', body.next_after) };
+}
+
+/** `optional` int64 proto fields: set only when the HTTP row has the key with a number. */
+function optionalNum<K extends string>(key: K, v: unknown): { [P in K]?: number } {
+  return typeof v === 'number' ? ({ [key]: v } as { [P in K]: number }) : {};
+}
+
+/** A history row (handlers/history.ts renderHistoryRow shape). */
+export function historyEntryMsg(r: Obj): HistoryEntry {
+  return {
+    seq: num(r.seq),
+    field: str(r.field) ?? '',
+    op: str(r.op) ?? '',
+    ...optionalNum('version', r.version),
+    ...optionalNum('record_version', r.record_version),
+    // No `value` key (a claim, a JSON null, a value kept only as size and digest): unset.
+    ...('value' in r ? { value: jsonToValue(r.value) } : {}),
+    ...optionalNum('value_size', r.value_size),
+    ...optional('value_sha256', r.value_sha256),
+    author: str(r.author) ?? '',
+    ...optional('identity_strength', r.identity_strength),
+    ...optional('evidence', r.evidence),
+    ...optionalNum('expected_version', r.expected_version),
+    ...premises(r.based_on),
+    invocation: struct(r.invocation),
+    outcome: str(r.outcome) ?? '',
+    created_at: str(r.created_at) ?? '',
+  };
+}
+
+export function historyResultMsg({ body }: Outcome): HistoryResult {
+  const rows = Array.isArray(body.history) ? (body.history as Obj[]) : [];
+  return { record: str(body.record), history: rows.map(historyEntryMsg), ...optional('next_before', body.next_before) };
 }

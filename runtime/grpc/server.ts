@@ -28,6 +28,7 @@ import type { CheckpointLoadInput } from '../../handlers/checkpoint-load.js';
 import type { CheckpointSaveInput } from '../../handlers/checkpoint-save.js';
 import type { ClaimInput } from '../../handlers/claim.js';
 import type { GetInput } from '../../handlers/get.js';
+import type { HistoryInput } from '../../handlers/history.js';
 import type { PutInput } from '../../handlers/put.js';
 import type { QueryInput } from '../../handlers/query.js';
 import type { Services } from '../services.js';
@@ -38,6 +39,7 @@ import {
   checkpointLoadResultMsg,
   checkpointSaveResultMsg,
   claimResultMsg,
+  historyResultMsg,
   jsonToStruct,
   NotJsonError,
   premiseFromMsg,
@@ -55,6 +57,7 @@ import type { CheckpointLoadRequest__Output } from './generated/svc/v1/Checkpoin
 import type { CheckpointSaveRequest__Output } from './generated/svc/v1/CheckpointSaveRequest.js';
 import type { ClaimRequest__Output } from './generated/svc/v1/ClaimRequest.js';
 import type { GetRequest__Output } from './generated/svc/v1/GetRequest.js';
+import type { HistoryRequest__Output } from './generated/svc/v1/HistoryRequest.js';
 import type { Premise__Output } from './generated/svc/v1/Premise.js';
 import type { PutRequest__Output } from './generated/svc/v1/PutRequest.js';
 import type { QueryRequest__Output } from './generated/svc/v1/QueryRequest.js';
@@ -318,6 +321,19 @@ export async function startGrpc(
         };
       },
       queryResultMsg,
+    ),
+    history: codec<HistoryRequest__Output, HistoryInput>(
+      (msg, oversized) => {
+        refuseOversizedRead(oversized);
+        return {
+          ...splitRecord(msg.record),
+          ...(msg.field !== undefined ? { field: msg.field } : {}),
+          // 0 and "" are unset in proto3: the default page size, the newest page.
+          ...(msg.limit !== 0 ? { limit: msg.limit } : {}),
+          ...(msg.before !== '' ? { before: msg.before } : {}),
+        };
+      },
+      historyResultMsg,
     ),
   };
   const implementation: grpc.UntypedServiceImplementation = {};

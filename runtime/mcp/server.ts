@@ -8,7 +8,13 @@
 import type { Context, Hono } from 'hono';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { Ctx } from '../../handlers/context.js';
 import { asSvcError } from '../../handlers/index.js';
@@ -18,6 +24,7 @@ import { SvcError } from '../../handlers/errors.js';
 import { readBody } from '../http/body.js';
 import { requestMeta, type AppEnv, type PeerAddress } from '../http/env.js';
 import { authenticateRequest, makeCtx, type AppServices } from '../request.js';
+import { listResources, listResourceTemplates, readResource } from './resources.js';
 import { callTool, TOOL_LIST, type ToolArgs } from './tools.js';
 
 export const MCP_PATH = '/mcp';
@@ -153,10 +160,15 @@ async function serveMcp(c: Context<AppEnv>, s: AppServices, identity: Identity, 
   }
 }
 
-/** The low-level MCP server: JSON Schema tool listings, tool calls translated onto the operation table. */
+/**
+ * The low-level MCP server: JSON Schema tool listings, tool calls and resource reads
+ * translated onto the operation table. Handlers are registered once per server (the pool
+ * reuses it); the request's identity and scope come through `newCtx`. `resources` declares
+ * neither `subscribe` nor `listChanged`: a stateless POST has no stream to notify on.
+ */
 export function createMcpServer(newCtx: () => Ctx, opts: McpOptions = {}): Server {
   const server = new Server(SERVER_INFO, {
-    capabilities: { tools: {} },
+    capabilities: { tools: {}, resources: {} },
     instructions: INSTRUCTIONS,
     ...(opts.jsonSchemaValidator ? { jsonSchemaValidator: opts.jsonSchemaValidator } : {}),
   });
@@ -164,6 +176,9 @@ export function createMcpServer(newCtx: () => Ctx, opts: McpOptions = {}): Serve
   server.setRequestHandler(CallToolRequestSchema, (req) =>
     callTool(req.params.name, req.params.arguments as ToolArgs | undefined, newCtx),
   );
+  server.setRequestHandler(ListResourcesRequestSchema, () => listResources(newCtx));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => listResourceTemplates());
+  server.setRequestHandler(ReadResourceRequestSchema, (req) => readResource(req.params.uri, newCtx));
   return server;
 }
 

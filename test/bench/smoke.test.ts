@@ -37,7 +37,20 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
   expect(r.stdout).toContain('no lost update PASS');
   const files = readdirSync(out!).filter((f) => f.endsWith('.json'));
   expect(files).toHaveLength(1);
-  const result = JSON.parse(readFileSync(join(out!, files[0]), 'utf8')) as { rows: { scenario: string }[]; targets: unknown[] };
+  const result = JSON.parse(readFileSync(join(out!, files[0]), 'utf8')) as {
+    rows: { scenario: string; transport: string; rps: number; ratio?: number }[];
+    targets: { id: string; value: unknown }[];
+  };
   expect(result.rows.map((x) => x.scenario)).toEqual(expect.arrayContaining(['put', 'get', 'hot', 'claim', 'query', 'history']));
+  // MCP and gRPC puts are driven by their own clients and by wire clients (issue 15); applied
+  // puts count in both, and the transport targets are read on the wire rows.
+  for (const t of ['mcp', 'mcp wire', 'grpc', 'grpc wire']) {
+    const row = result.rows.find((x) => x.scenario === 'put' && x.transport === t);
+    expect(row?.rps, `put via ${t}`).toBeGreaterThan(0);
+  }
+  for (const id of ['mcp_ratio', 'grpc_ratio']) {
+    const wire = result.rows.find((x) => x.scenario === 'put' && x.transport === `${id.split('_')[0]} wire`);
+    expect(result.targets.find((x) => x.id === id)?.value, id).toBe(wire?.ratio);
+  }
   expect(result.targets.length).toBeGreaterThan(0);
 }, 120_000);

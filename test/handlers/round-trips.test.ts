@@ -94,6 +94,38 @@ describe('applied writes: one round trip', () => {
     const missing = await run(operations.get, { class: 'incident', id: 'rt-none' });
     expect(missing.error?.code).toBe('NOT_FOUND');
   });
+
+  test('the get statement keeps its generic plan when the fields table is large and skewed', async () => {
+    // What the bench's full run has: many records in another class, each with a few fields.
+    // With `name = any($2)` PostgreSQL 18 then costs the generic plan above the custom one and
+    // re-plans the named statement on every execution (0.27 against 0.12 ms of CPU per get).
+    const seed = new pg.Client({ connectionString: t.db.url });
+    await seed.connect();
+    try {
+      await seed.query(`
+        with r as (
+          insert into records (class, rid, record_version)
+          select 'bulk', 'b-' || g, 2 from generate_series(1, 60000) g returning id)
+        insert into fields (record_id, class, name, kind, value, version, record_version, author, updated_at)
+        select r.id, 'bulk', n, 'versioned', '"x"'::json, 1, 1, 'apikey:alice', now()
+        from r cross join (values ('team'), ('status')) v(n)`);
+      await seed.query('analyze records; analyze fields');
+    } finally {
+      await seed.end();
+    }
+    await putTitle('rt-plan', { value: 'x', expected_version: 0 });
+    for (let i = 0; i < 8; i++) {
+      const got = await run(operations.get, { class: 'incident', id: 'rt-plan' });
+      expect(got.statements).toEqual(['[kslate_read_record_some]']);
+    }
+    // The pool has one connection: its prepared statements are the ones the gets used.
+    const { rows } = await pool.query<{ generic_plans: string; custom_plans: string }>(
+      `select generic_plans, custom_plans from pg_prepared_statements where name = 'kslate_read_record_some'`,
+    );
+    expect(rows).toHaveLength(1);
+    // The plan cache plans the first five custom, then keeps the generic plan if it costs no more.
+    expect(Number(rows[0].generic_plans)).toBeGreaterThanOrEqual(3);
+  });
 });
 
 describe('claims: one statement, HELD included', () => {

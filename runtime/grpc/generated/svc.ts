@@ -16,6 +16,9 @@ import type { ClaimResult as _svc_v1_ClaimResult, ClaimResult__Output as _svc_v1
 import type { Entry as _svc_v1_Entry, Entry__Output as _svc_v1_Entry__Output } from './svc/v1/Entry.js';
 import type { Field as _svc_v1_Field, Field__Output as _svc_v1_Field__Output } from './svc/v1/Field.js';
 import type { GetRequest as _svc_v1_GetRequest, GetRequest__Output as _svc_v1_GetRequest__Output } from './svc/v1/GetRequest.js';
+import type { HistoryEntry as _svc_v1_HistoryEntry, HistoryEntry__Output as _svc_v1_HistoryEntry__Output } from './svc/v1/HistoryEntry.js';
+import type { HistoryRequest as _svc_v1_HistoryRequest, HistoryRequest__Output as _svc_v1_HistoryRequest__Output } from './svc/v1/HistoryRequest.js';
+import type { HistoryResult as _svc_v1_HistoryResult, HistoryResult__Output as _svc_v1_HistoryResult__Output } from './svc/v1/HistoryResult.js';
 import type { Premise as _svc_v1_Premise, Premise__Output as _svc_v1_Premise__Output } from './svc/v1/Premise.js';
 import type { PutRequest as _svc_v1_PutRequest, PutRequest__Output as _svc_v1_PutRequest__Output } from './svc/v1/PutRequest.js';
 import type { QueryRequest as _svc_v1_QueryRequest, QueryRequest__Output as _svc_v1_QueryRequest__Output } from './svc/v1/QueryRequest.js';
@@ -51,6 +54,9 @@ export interface ProtoGrpcType {
       Entry: MessageTypeDefinition<_svc_v1_Entry, _svc_v1_Entry__Output>
       Field: MessageTypeDefinition<_svc_v1_Field, _svc_v1_Field__Output>
       GetRequest: MessageTypeDefinition<_svc_v1_GetRequest, _svc_v1_GetRequest__Output>
+      HistoryEntry: MessageTypeDefinition<_svc_v1_HistoryEntry, _svc_v1_HistoryEntry__Output>
+      HistoryRequest: MessageTypeDefinition<_svc_v1_HistoryRequest, _svc_v1_HistoryRequest__Output>
+      HistoryResult: MessageTypeDefinition<_svc_v1_HistoryResult, _svc_v1_HistoryResult__Output>
       Premise: MessageTypeDefinition<_svc_v1_Premise, _svc_v1_Premise__Output>
       PutRequest: MessageTypeDefinition<_svc_v1_PutRequest, _svc_v1_PutRequest__Output>
       QueryRequest: MessageTypeDefinition<_svc_v1_QueryRequest, _svc_v1_QueryRequest__Output>

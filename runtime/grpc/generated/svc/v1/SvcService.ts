@@ -11,6 +11,8 @@ import type { CheckpointSaveResult as _svc_v1_CheckpointSaveResult, CheckpointSa
 import type { ClaimRequest as _svc_v1_ClaimRequest, ClaimRequest__Output as _svc_v1_ClaimRequest__Output } from '../../svc/v1/ClaimRequest.js';
 import type { ClaimResult as _svc_v1_ClaimResult, ClaimResult__Output as _svc_v1_ClaimResult__Output } from '../../svc/v1/ClaimResult.js';
 import type { GetRequest as _svc_v1_GetRequest, GetRequest__Output as _svc_v1_GetRequest__Output } from '../../svc/v1/GetRequest.js';
+import type { HistoryRequest as _svc_v1_HistoryRequest, HistoryRequest__Output as _svc_v1_HistoryRequest__Output } from '../../svc/v1/HistoryRequest.js';
+import type { HistoryResult as _svc_v1_HistoryResult, HistoryResult__Output as _svc_v1_HistoryResult__Output } from '../../svc/v1/HistoryResult.js';
 import type { PutRequest as _svc_v1_PutRequest, PutRequest__Output as _svc_v1_PutRequest__Output } from '../../svc/v1/PutRequest.js';
 import type { QueryRequest as _svc_v1_QueryRequest, QueryRequest__Output as _svc_v1_QueryRequest__Output } from '../../svc/v1/QueryRequest.js';
 import type { QueryResult as _svc_v1_QueryResult, QueryResult__Output as _svc_v1_QueryResult__Output } from '../../svc/v1/QueryResult.js';
@@ -63,6 +65,15 @@ export interface SvcServiceClient extends grpc.Client {
   get(argument: _svc_v1_GetRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_svc_v1_Record__Output>): grpc.ClientUnaryCall;
   get(argument: _svc_v1_GetRequest, callback: grpc.requestCallback<_svc_v1_Record__Output>): grpc.ClientUnaryCall;
   
+  History(argument: _svc_v1_HistoryRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_svc_v1_HistoryResult__Output>): grpc.ClientUnaryCall;
+  History(argument: _svc_v1_HistoryRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_svc_v1_HistoryResult__Output>): grpc.ClientUnaryCall;
+  History(argument: _svc_v1_HistoryRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_svc_v1_HistoryResult__Output>): grpc.ClientUnaryCall;
+  History(argument: _svc_v1_HistoryRequest, callback: grpc.requestCallback<_svc_v1_HistoryResult__Output>): grpc.ClientUnaryCall;
+  history(argument: _svc_v1_HistoryRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_svc_v1_HistoryResult__Output>): grpc.ClientUnaryCall;
+  history(argument: _svc_v1_HistoryRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_svc_v1_HistoryResult__Output>): grpc.ClientUnaryCall;
+  history(argument: _svc_v1_HistoryRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_svc_v1_HistoryResult__Output>): grpc.ClientUnaryCall;
+  history(argument: _svc_v1_HistoryRequest, callback: grpc.requestCallback<_svc_v1_HistoryResult__Output>): grpc.ClientUnaryCall;
+  
   Put(argument: _svc_v1_PutRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_svc_v1_WriteResult__Output>): grpc.ClientUnaryCall;
   Put(argument: _svc_v1_PutRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_svc_v1_WriteResult__Output>): grpc.ClientUnaryCall;
   Put(argument: _svc_v1_PutRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_svc_v1_WriteResult__Output>): grpc.ClientUnaryCall;
@@ -94,6 +105,8 @@ export interface SvcServiceHandlers extends grpc.UntypedServiceImplementation {
   
   Get: grpc.handleUnaryCall<_svc_v1_GetRequest__Output, _svc_v1_Record>;
   
+  History: grpc.handleUnaryCall<_svc_v1_HistoryRequest__Output, _svc_v1_HistoryResult>;
+  
   Put: grpc.handleUnaryCall<_svc_v1_PutRequest__Output, _svc_v1_WriteResult>;
   
   Query: grpc.handleUnaryCall<_svc_v1_QueryRequest__Output, _svc_v1_QueryResult>;
@@ -106,6 +119,7 @@ export interface SvcServiceDefinition extends grpc.ServiceDefinition {
   CheckpointSave: MethodDefinition<_svc_v1_CheckpointSaveRequest, _svc_v1_CheckpointSaveResult, _svc_v1_CheckpointSaveRequest__Output, _svc_v1_CheckpointSaveResult__Output>
   Claim: MethodDefinition<_svc_v1_ClaimRequest, _svc_v1_ClaimResult, _svc_v1_ClaimRequest__Output, _svc_v1_ClaimResult__Output>
   Get: MethodDefinition<_svc_v1_GetRequest, _svc_v1_Record, _svc_v1_GetRequest__Output, _svc_v1_Record__Output>
+  History: MethodDefinition<_svc_v1_HistoryRequest, _svc_v1_HistoryResult, _svc_v1_HistoryRequest__Output, _svc_v1_HistoryResult__Output>
   Put: MethodDefinition<_svc_v1_PutRequest, _svc_v1_WriteResult, _svc_v1_PutRequest__Output, _svc_v1_WriteResult__Output>
   Query: MethodDefinition<_svc_v1_QueryRequest, _svc_v1_QueryResult, _svc_v1_QueryRequest__Output, _svc_v1_QueryResult__Output>
 }
