@@ -234,6 +234,8 @@ export class ChangeHub implements WatchFeed {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private polling = false;
   private closed = false;
+  /** Failed reads in a row (the database is away): the poller backs off. */
+  private failures = 0;
   readonly limits: { batch: number; batchBytes: number };
 
   constructor(
@@ -368,11 +370,15 @@ export class ChangeHub implements WatchFeed {
       }
       if (frontier && comparePos(frontier, this.pos) > 0) this.pos = frontier;
       more = frontier === null;
+      this.failures = 0;
     } catch (e) {
-      this.logger.warn('watch: reading the change log failed; retrying', { error: e instanceof Error ? e.message : String(e) });
+      // Logged once per outage, retried with a growing pause (at most 5 s) meanwhile.
+      if (this.failures++ === 0) {
+        this.logger.warn('watch: reading the change log failed; retrying', { error: e instanceof Error ? e.message : String(e) });
+      }
     } finally {
       this.polling = false;
-      this.schedule(more ? 0 : this.opts.pollMs);
+      this.schedule(more ? 0 : Math.min(5_000, this.opts.pollMs * 2 ** Math.min(this.failures, 10)));
     }
   }
 
