@@ -128,6 +128,8 @@ const END_MESSAGES = {
   slow: 'The stream fell too far behind (the client did not read fast enough) and was closed; reconnect with your last event id.',
   shutdown: 'The gateway is shutting down; reconnect (to another replica) with your last event id.',
   revoked: 'Your role in the class no longer allows this watch; the stream is closed.',
+  recreated:
+    'The record expired and was written again: a new record under the same id, whose record_version starts at 1; reconnect with from_record_version=0.',
 } as const;
 
 /** The rendered stream: the open item, then each change the caller may read, heartbeats, and an end. */
