@@ -5,6 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { startTestGateway, TS, type ClassInput, type TestGateway } from '../setup/gateway.js';
+import { apiDocument } from '../../runtime/http/openapi.js';
+import { eventDataValidator } from '../openapi/check.js';
 import { openWatch, type Watch } from './sse.js';
 
 let t: TestGateway;
@@ -191,4 +193,11 @@ describe('per-record watch', () => {
     const got = await r.until(2);
     expect(got[1].data).toMatchObject({ value: 'v0', record_version: 1 });
   });
+});
+
+test('every event data of this file validates against the OpenAPI document (x-event-data)', () => {
+  const valid = eventDataValidator(apiDocument(), 'GET', '/v1/records/{class}/{id}/watch');
+  const events = open.flatMap((w) => w.events);
+  expect(events.length).toBeGreaterThan(20);
+  for (const e of events) expect(valid(e.data), JSON.stringify(e)).toBeNull();
 });
