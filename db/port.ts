@@ -356,3 +356,61 @@ export class StorageFault extends Error {
     this.name = 'StorageFault';
   }
 }
+
+/**
+ * A position in the change log (migration 0007): every applied change at or below it, in
+ * `(tx, id)` order, has been read. `tx` is the writing transaction's xid8 as decimal text
+ * (it can pass 2^53).
+ */
+export interface LogPosition {
+  tx: string;
+  id: number;
+}
+
+/** One applied change, as the change log and a record's history give it. */
+export interface ChangeRow {
+  /** Log position; null on a row written before migration 0007 (per-record reads only). */
+  tx: string | null;
+  /** The history row's id (history `seq`). */
+  id: number;
+  class: string;
+  rid: string;
+  field: string;
+  op: string;
+  version: number | null;
+  record_version: number;
+  value: unknown;
+  author: string;
+  identity_strength: string | null;
+  evidence: string | null;
+  based_on: StoredPremise[] | null;
+  invocation: Record<string, unknown> | null;
+  created_at: Date;
+  /** Size for byte budgets (value, evidence, premises, invocation, overhead). */
+  bytes: number;
+}
+
+/** What the watch streams read (issue 16): the class log and a record's applied history. */
+export interface ChangeLog {
+  /**
+   * The log's frontier now: every change at or below it has finished (committed or rolled
+   * back); later ones may still commit.
+   */
+  logHead(): Promise<LogPosition>;
+  /**
+   * Applied changes of `classes` after `after` (and at most `upTo`), in `(tx, id)` order,
+   * only below the oldest transaction still running: at most `limit` rows, fewer when their
+   * running size passes `maxBytes` (the first always). `frontier` is set when the read was
+   * complete (no row left out by the limits): then no change of these classes can appear at
+   * or below it later, and the reader may move there.
+   */
+  readLog(
+    classes: string[],
+    after: LogPosition,
+    opts: { upTo: LogPosition | null; limit: number; maxBytes: number },
+  ): Promise<{ rows: ChangeRow[]; frontier: LogPosition | null }>;
+  /** Applied changes of one record with record_version above `afterRecordVersion`, in that order (rows of an expired record left out). */
+  readRecordChanges(cls: string, rid: string, afterRecordVersion: number, opts: { limit: number; maxBytes: number }): Promise<ChangeRow[]>;
+  /** The first change of the class created at or after `since` (database clock), or null. */
+  firstChangeSince(cls: string, since: Date): Promise<{ pos: LogPosition; created_at: Date } | null>;
+}

@@ -6,6 +6,7 @@
 import type { Db } from '../db/port.js';
 import type { ClassRegistry } from './class-registry.js';
 import type { Identity } from './types.js';
+import type { WatchFeed } from './watch-feed.js';
 
 export interface Logger {
   debug(msg: string, data?: Record<string, unknown>): void;
@@ -44,6 +45,8 @@ export interface Ctx {
   /** HMAC key for cursors, shared by every replica through the database. */
   cursorKey(): Promise<string>;
   trace: Trace;
+  /** The process's change hub (watch streams); absent where no process outlives a request (Workers). */
+  watch?: WatchFeed;
 }
 
 export const noopMetrics: Metrics = {

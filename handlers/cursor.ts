@@ -79,3 +79,49 @@ export async function decodeCursor(
   if (payload.t !== expect.t || payload.b !== expect.b || !Number.isSafeInteger(payload.p)) throw bad();
   return payload.p;
 }
+
+/** A class watch's position (issue 16): a change log position and the time of its change. */
+export interface WatchCursor {
+  /** The transaction id (xid8, decimal text). */
+  tx: string;
+  id: number;
+  /** Epoch milliseconds of the change it points at (the database clock), or of the stream's start. */
+  at: number;
+}
+
+/** A class watch cursor: signed like the others, bound to its class. */
+export async function encodeWatchCursor(secret: string, cls: string, c: WatchCursor): Promise<string> {
+  const body = enc.encode(JSON.stringify({ t: 'watch', b: cls, x: c.tx, p: c.id, a: c.at }));
+  const sig = new Uint8Array(await crypto.subtle.sign('HMAC', await hmacKey(secret), body));
+  return `${b64url(body)}.${b64url(sig)}`;
+}
+
+/** Verify and decode a class watch cursor; MALFORMED unless this service issued it for `cls`. */
+export async function decodeWatchCursor(secret: string, cursor: string, cls: string, where: Record<string, unknown>): Promise<WatchCursor> {
+  const bad = () =>
+    new SvcError(
+      'MALFORMED',
+      'The `from` cursor (or Last-Event-ID) was not issued by this service for this class; send the id of an event of this class watch.',
+      where,
+    );
+  const parts = cursor.split('.');
+  if (parts.length !== 2 || cursor.length > 2048) throw bad();
+  let body: Uint8Array<ArrayBuffer>;
+  let sig: Uint8Array<ArrayBuffer>;
+  try {
+    body = unb64url(parts[0]);
+    sig = unb64url(parts[1]);
+  } catch {
+    throw bad();
+  }
+  if (!(await crypto.subtle.verify('HMAC', await hmacKey(secret), sig, body))) throw bad();
+  let p: { t?: unknown; b?: unknown; x?: unknown; p?: unknown; a?: unknown };
+  try {
+    p = JSON.parse(new TextDecoder().decode(body)) as typeof p;
+  } catch {
+    throw bad();
+  }
+  if (p.t !== 'watch' || p.b !== cls || typeof p.x !== 'string' || !/^\d{1,20}$/.test(p.x)) throw bad();
+  if (!Number.isSafeInteger(p.p) || !Number.isSafeInteger(p.a)) throw bad();
+  return { tx: p.x, id: p.p as number, at: p.a as number };
+}

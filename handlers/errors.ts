@@ -23,6 +23,8 @@ export type ErrorCode =
   | 'RATE_LIMITED'
   | 'INTERNAL'
   | 'UNAVAILABLE'
+  /** A class watch cursor older than the change log's retained window (issue 16; 410 like Kubernetes' Gone). */
+  | 'EXPIRED'
   /** HTTP routing only: a known path with a method it does not take (405 with `Allow`). */
   | 'METHOD_NOT_ALLOWED';
 
@@ -48,6 +50,7 @@ export const ERROR_TABLE: Record<ErrorCode, { http: number; grpc: number }> = {
   RATE_LIMITED: { http: 429, grpc: 8 },
   INTERNAL: { http: 500, grpc: 13 },
   UNAVAILABLE: { http: 503, grpc: 14 },
+  EXPIRED: { http: 410, grpc: 11 },
   METHOD_NOT_ALLOWED: { http: 405, grpc: 12 },
 };
 

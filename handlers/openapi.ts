@@ -503,6 +503,7 @@ const ERROR_NOTES: Record<ErrorCode, string> = {
   INTERNAL: 'a fault; quote request_id to the operator.',
   UNAVAILABLE: 'the database is unreachable, slow (--db-timeout) or being migrated, or an identity provider cannot judge right now; retry.',
   METHOD_NOT_ALLOWED: 'the path takes other methods (Allow).',
+  EXPIRED: 'the class watch cursor is older than the retained window (--watch-retention); oldest is the oldest cursor still available.',
 };
 
 /** The error body schema of a code (responses.ts), for transports and tests. */

@@ -22,6 +22,7 @@ import { byteLength, KIB, sha256Hex } from './format.js';
 import { strengthAtLeast } from './strength.js';
 import { inferPremises, INFERENCE_WINDOW_SECONDS, recordReads } from './inference.js';
 import type { FieldDef, Strength } from './types.js';
+import type { WatchStream } from './watch-feed.js';
 
 /**
  * What a handler returns; transports turn it into their own response (HTTP: 201 when
@@ -31,6 +32,8 @@ export interface Outcome {
   /** The write created the record. */
   created?: boolean;
   body: Record<string, unknown>;
+  /** A watch: the stream to write once the checks passed (handlers/watch.ts); `body` is then empty. */
+  stream?: WatchStream;
 }
 
 /** The caller's standing in a class after steps 2–4. */

@@ -231,6 +231,10 @@ const ERROR_EXTRAS: Record<ErrorCode, v.ObjectEntries> = {
   INTERNAL: { request_id: v.pipe(v.string(), d('The id of the log line with the cause; quote it to the operator.')) },
   UNAVAILABLE: {},
   METHOD_NOT_ALLOWED: {},
+  EXPIRED: {
+    class: v.string(),
+    oldest: v.pipe(v.string(), d('The oldest class watch cursor still in the retained window: re-read what you need, then resume from it.')),
+  },
 };
 
 type ErrorBodySchema = ReturnType<typeof errorBody>;

@@ -45,6 +45,12 @@ export interface Config {
   devPgPort: number;
   /** Serve the read-only web console at /ui on the API port (docs/console.md). */
   ui: boolean;
+  /** Watch streams (docs/watch.md): the change log's poll interval, heartbeats, limits and retained window. */
+  watchPollMs: number;
+  watchHeartbeatMs: number;
+  watchMaxStreams: number;
+  watchQueue: number;
+  watchRetentionMs: number;
 }
 
 /** The log levels --log-level accepts. */
@@ -106,6 +112,19 @@ export const FLAGS: Record<string, FlagSpec> = {
     default: '10s',
   },
   ui: { env: 'KSLATE_UI', help: 'serve the read-only web console at /ui on the API port (true or false)', default: 'true' },
+  'watch-poll-interval': {
+    env: 'KSLATE_WATCH_POLL_INTERVAL',
+    help: 'how often the gateway reads the change log while watch streams are open',
+    default: '100ms',
+  },
+  'watch-heartbeat': { env: 'KSLATE_WATCH_HEARTBEAT', help: 'a watch stream with nothing to send sends a heartbeat this often', default: '15s' },
+  'watch-max-streams': { env: 'KSLATE_WATCH_MAX_STREAMS', help: 'open watch streams per gateway; beyond it a watch answers 503 UNAVAILABLE', default: '1024' },
+  'watch-queue': { env: 'KSLATE_WATCH_QUEUE', help: 'changes one watch stream may have waiting before it is closed as too slow', default: '1000' },
+  'watch-retention': {
+    env: 'KSLATE_WATCH_RETENTION',
+    help: 'how far back a class watch cursor may resume; older answers 410 EXPIRED',
+    default: '1h',
+  },
   'data-dir': { env: 'KSLATE_DATA_DIR', help: 'dev only: where the embedded PostgreSQL keeps its data', default: '.kslate' },
   'dev-pg-port': { env: 'KSLATE_DEV_PG_PORT', help: "dev only: the embedded PostgreSQL's port", default: '54329' },
 };
@@ -224,5 +243,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     dbTimeoutMs: duration('db-timeout', '10s'),
     devPgPort: int('dev-pg-port', 1, 65535),
     ui: ui === 'true',
+    watchPollMs: duration('watch-poll-interval', '100ms'),
+    watchHeartbeatMs: duration('watch-heartbeat', '15s'),
+    watchMaxStreams: int('watch-max-streams', 1, 1_000_000),
+    watchQueue: int('watch-queue', 1, 1_000_000),
+    watchRetentionMs: duration('watch-retention', '1h'),
   };
 }

@@ -14,6 +14,7 @@ import { SvcError } from '../handlers/errors.js';
 import { asSvcError, invoke, type Operation } from '../handlers/index.js';
 import type { Outcome } from '../handlers/pipeline.js';
 import type { Identity, IdentityProvider } from '../handlers/types.js';
+import type { WatchFeed } from '../handlers/watch-feed.js';
 import { authenticate } from './identity/index.js';
 
 /** What answering a request needs, whatever the runtime. */
@@ -31,6 +32,8 @@ export interface AppServices {
   cursorKey(): Promise<string>;
   /** A fresh request id when the client sent none. */
   newId(): string;
+  /** The process's change hub for watch streams; absent on runtimes without a long-lived process. */
+  watch?: WatchFeed;
 }
 
 /** What a transport read off the request before decoding its input. */
@@ -93,6 +96,7 @@ export function makeCtx(s: AppServices, identity: Identity, scope: string | unde
     db: s.db,
     cursorKey: () => s.cursorKey(),
     trace: {},
+    ...(s.watch ? { watch: s.watch } : {}),
   };
 }
 

@@ -146,6 +146,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
     ...(grpcServer ? { grpcPort: grpcServer.port } : {}),
     async close() {
       stopSweeps();
+      services.watch.close();
       await Promise.all([closeHttp(), grpcServer?.close(5_000)]);
       await services.close();
     },
@@ -154,6 +155,9 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
       const left = () => Math.max(0, deadline - Date.now());
       services.readiness.startDraining();
       stopSweeps();
+      // Watch streams never finish by themselves: each ends now (a last `end` event), so the
+      // drain below waits only for ordinary requests; clients resume elsewhere.
+      services.watch.close();
       log.info(`shutting down: draining ${inFlight.count()} in-flight requests (at most ${drainTimeoutMs / 1000}s)`);
       // gRPC refuses new calls and lets its calls in flight finish within the same budget.
       const grpcClosed = grpcServer?.close(left());

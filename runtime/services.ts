@@ -20,6 +20,7 @@ import { RejectedCredentialBudget } from './rate-limit.js';
 import { createSweeper, type Sweeper } from './sweeper.js';
 import { Readiness } from './readiness.js';
 import type { AppServices } from './request.js';
+import { ChangeHub, WATCH_DEFAULTS } from './watch-hub.js';
 
 export interface Services extends AppServices {
   cfg: Config;
@@ -44,6 +45,8 @@ export interface Services extends AppServices {
   reconcileOnce(): Promise<SweepReport>;
   /** The in-process sweep loop (`serve --sweep-interval`), started by the caller. */
   sweeper: Sweeper;
+  /** The change hub: one poller fanning the change log out to every watch stream. */
+  watch: ChangeHub;
   /**
    * Close the pool within `budgetMs` (default 5 s; true when it closed in time). A sweep already
    * running is stopped between statements first so its lease is released; connections lost from here on
@@ -164,10 +167,23 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     // A provider that cannot verify tokens yet (an OIDC issuer not reached) makes the gateway not ready.
     () => providers.map((p) => p.notReady?.() ?? null).find((m) => m !== null) ?? null,
   );
+  const watch = new ChangeHub(
+    db,
+    {
+      pollMs: cfg.watchPollMs,
+      heartbeatMs: cfg.watchHeartbeatMs,
+      maxStreams: cfg.watchMaxStreams,
+      queueMax: cfg.watchQueue,
+      queueBytes: WATCH_DEFAULTS.queueBytes,
+      retentionMs: cfg.watchRetentionMs,
+    },
+    log,
+  );
   return {
     cfg,
     pool,
     maintenancePool,
+    watch,
     db,
     classes,
     metrics: createMetrics(),
@@ -191,6 +207,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     async close(budgetMs = 5_000) {
       const deadline = Date.now() + budgetMs;
       let cancelled = 0;
+      watch.close();
       for (const p of providers) (p as { close?: () => void }).close?.();
       const until = <T>(p: Promise<T>, ms: number) => {
         let t: NodeJS.Timeout | undefined;

@@ -6,6 +6,9 @@
 import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import type {
+  ChangeLog,
+  ChangeRow,
+  LogPosition,
   QueryFilter,
   ReadRecordOptions,
   ClassRow,
@@ -229,7 +232,7 @@ const HISTORY_BYTES = rowBytes('h.');
 const FIELD_BYTES = rowBytes('f.');
 const ENTRY_BYTES = rowBytes('e.');
 
-export class PgDb implements Db, SweepDb {
+export class PgDb implements Db, SweepDb, ChangeLog {
   readonly kysely: Kysely<any>;
 
   constructor(
@@ -686,12 +689,115 @@ export class PgDb implements Db, SweepDb {
     });
   }
 
+  // ---- the change log (migration 0007, issue 16) ----------------------------------------
+
+  logHead() {
+    return this.guard(async () => {
+      // Every transaction below the oldest one running has finished: the frontier is just
+      // under it, past any id (no row of that transaction can come after it).
+      const res = await sql<{ tx: string }>`
+        select (pg_snapshot_xmin(pg_current_snapshot())::text::numeric - 1)::text as tx`.execute(this.kysely);
+      const pos: LogPosition = { tx: res.rows[0].tx, id: Number.MAX_SAFE_INTEGER };
+      return pos;
+    });
+  }
+
+  readLog(classes: string[], after: LogPosition, opts: { upTo: LogPosition | null; limit: number; maxBytes: number }) {
+    return this.guard(async () => {
+      const upTo = opts.upTo ? sql`and (h.tx, h.id) <= (${opts.upTo.tx}::xid8, ${opts.upTo.id}::bigint)` : sql``;
+      // One index range of history_log per class, merged in (tx, id) order; only rows of
+      // transactions below the oldest one still running (they can no longer change). One
+      // statement, so one snapshot: the frontier and the rows agree.
+      const res = await sql<Record<string, unknown>>`
+        select s.frontier, x.* from (
+          select (pg_snapshot_xmin(pg_current_snapshot())::text::numeric - 1)::text as frontier,
+                 pg_snapshot_xmin(pg_current_snapshot()) as xmin) s
+        left join lateral (
+          select y.*, sum(y.sz) over w as running, row_number() over w as rn, count(*) over () as candidates
+          from (
+            select ${CHANGE_COLUMNS}, h.tx as tx_order
+            from unnest(${classes}::text[]) as c(name)
+            cross join lateral (
+              select h.* from history h
+              where h.class = c.name and h.outcome = 'applied'
+                and (h.tx, h.id) > (${after.tx}::xid8, ${after.id}::bigint) ${upTo}
+                and h.tx < s.xmin
+              order by h.tx, h.id
+              limit ${opts.limit}) h
+            order by h.tx, h.id
+            limit ${opts.limit}) y
+          window w as (order by y.tx_order, y.id)) x on true
+        where x.id is null or x.running <= ${opts.maxBytes} or x.rn = 1
+        order by x.tx_order, x.id`.execute(this.kysely);
+      const rows = res.rows.filter((r) => r.id !== null).map(mapChange);
+      const candidates = rows.length > 0 ? Number(res.rows[0].candidates) : 0;
+      const complete = candidates < opts.limit && rows.length === candidates;
+      const frontier: LogPosition | null = complete ? { tx: res.rows[0].frontier as string, id: Number.MAX_SAFE_INTEGER } : null;
+      return { rows, frontier };
+    });
+  }
+
+  readRecordChanges(cls: string, rid: string, afterRecordVersion: number, opts: { limit: number; maxBytes: number }) {
+    return this.guard(async () => {
+      const res = await sql<Record<string, unknown>>`
+        select x.* from (
+          select y.*, sum(y.sz) over w as running, row_number() over w as rn
+          from (
+            select ${CHANGE_COLUMNS}
+            from history h
+            where h.class = ${cls} and h.rid = ${rid} and h.outcome = 'applied'
+              and h.record_version > ${afterRecordVersion} and ${notPurged(cls, rid, sql`h.id`)}
+            order by h.record_version
+            limit ${opts.limit}) y
+          window w as (order by y.record_version)) x
+        where x.running <= ${opts.maxBytes} or x.rn = 1
+        order by x.record_version`.execute(this.kysely);
+      return res.rows.map(mapChange);
+    });
+  }
+
+  firstChangeSince(cls: string, since: Date) {
+    return this.guard(async () => {
+      const res = await sql<{ tx: string; id: number; created_at: Date }>`
+        select h.tx::text as tx, h.id, h.created_at from history h
+        where h.class = ${cls} and h.outcome = 'applied' and h.tx is not null and h.created_at >= ${since}
+        order by h.tx, h.id limit 1`.execute(this.kysely);
+      const r = res.rows[0];
+      return r ? { pos: { tx: r.tx, id: Number(r.id) }, created_at: r.created_at } : null;
+    });
+  }
+
   meta(key: string) {
     return this.guard(async () => {
       const res = await sql<{ value: string }>`select value from kslate_meta where key = ${key}`.execute(this.kysely);
       return res.rows[0]?.value ?? null;
     });
   }
+}
+
+/** The columns of a ChangeRow (mapChange), from history `h`. */
+const CHANGE_COLUMNS = sql`h.tx::text as tx, h.id, h.class, h.rid, h.field, h.op, h.version, h.record_version, h.value, h.author,
+  h.identity_strength, h.evidence, h.based_on, h.invocation, h.created_at, ${HISTORY_BYTES} as sz`;
+
+function mapChange(r: Record<string, unknown>): ChangeRow {
+  return {
+    tx: (r.tx as string) ?? null,
+    id: Number(r.id),
+    class: r.class as string,
+    rid: r.rid as string,
+    field: r.field as string,
+    op: r.op as string,
+    version: r.version === null ? null : Number(r.version),
+    record_version: Number(r.record_version),
+    value: r.value,
+    author: r.author as string,
+    identity_strength: (r.identity_strength as string) ?? null,
+    evidence: (r.evidence as string) ?? null,
+    based_on: (r.based_on as ChangeRow['based_on']) ?? null,
+    invocation: (r.invocation as ChangeRow['invocation']) ?? null,
+    created_at: r.created_at as Date,
+    bytes: Number(r.sz),
+  };
 }
 
 /**
@@ -770,12 +876,14 @@ class PgWriteTx implements WriteTx {
 
   async applyField(w: FieldWrite) {
     const created = this.record === null;
-    // One statement: raise (or create) the record, upsert the field, add the history row.
+    // One statement: raise (or create) the record, upsert the field, add the history row
+    // (its log position is the record's, migration 0007).
     const rec = created
-      ? sql`insert into records (class, rid, record_version) values (${this.cls}, ${this.rid}, 1)
-            returning id, record_version`
-      : sql`update records set record_version = record_version + 1, last_write_at = now()
-            where id = ${this.record!.id} returning id, record_version`;
+      ? sql`insert into records (class, rid, record_version, log_tx) values (${this.cls}, ${this.rid}, 1, pg_current_xact_id())
+            returning id, record_version, log_tx`
+      : sql`update records set record_version = record_version + 1, last_write_at = now(),
+                               log_tx = greatest(log_tx, pg_current_xact_id())
+            where id = ${this.record!.id} returning id, record_version, log_tx`;
     // Each text is sent once (the `p` row) and measured there: `bytes` lets reads cut a page
     // at its byte budget without de-TOASTing values (migration 0003). Only versioned and soft
     // fields keep their value on the field row; an append field's value is its new entry
@@ -809,10 +917,11 @@ class PgWriteTx implements WriteTx {
       )${entry},
       h as (
         insert into history (class, rid, field, op, version, record_version, value, author, identity_strength,
-                             evidence, expected_version, based_on, invocation, outcome, bytes)
+                             evidence, expected_version, based_on, invocation, outcome, bytes, tx)
         select ${this.cls}, ${this.rid}, ${w.field}, ${w.history.op}, ${w.version}, r.record_version,
                p.v::json, ${w.author}, ${w.identity_strength}, p.ev,
-               ${w.history.expected_version ?? null}, p.bo::jsonb, p.inv::json, 'applied', p.vbytes + p.mbytes
+               ${w.history.expected_version ?? null}, p.bo::jsonb, p.inv::json, 'applied', p.vbytes + p.mbytes,
+               r.log_tx
         from r, p
       )
       select id, record_version from r`.execute(this.trx);

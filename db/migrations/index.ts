@@ -8,6 +8,7 @@ import * as m0003 from './0003_row_bytes.js';
 import * as m0004 from './0004_sweep.js';
 import * as m0005 from './0005_try_write.js';
 import * as m0006 from './0006_claim.js';
+import * as m0007 from './0007_change_log.js';
 
 export interface Migration {
   version: number;
@@ -15,7 +16,7 @@ export interface Migration {
   up: string;
 }
 
-export const migrations: Migration[] = [m0001, m0002, m0003, m0004, m0005, m0006];
+export const migrations: Migration[] = [m0001, m0002, m0003, m0004, m0005, m0006, m0007];
 
 /** The schema version this build expects; /readyz is 200 only when it is present. */
 export const SCHEMA_VERSION = migrations[migrations.length - 1].version;

@@ -7,6 +7,7 @@
 import * as v from 'valibot';
 import type { Context } from 'hono';
 import { openApiDocument, operationRoutes, type Json, type RouteDoc } from '../../handlers/openapi.js';
+import { WATCH_ROUTES } from '../../handlers/watch-openapi.js';
 import { MCP_PATH } from '../mcp/server.js';
 import { REQUEST_ID } from './env.js';
 
@@ -131,7 +132,7 @@ export const RUNTIME_ROUTES: RouteDoc[] = [
 
 /** Every documented route: the operations', then the transport's own. */
 export function apiRoutes(): RouteDoc[] {
-  return [...operationRoutes(), ...RUNTIME_ROUTES];
+  return [...operationRoutes(), ...WATCH_ROUTES, ...RUNTIME_ROUTES];
 }
 
 let cached: { text: string } | undefined;

@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { encodeWatchCursor } from '../../handlers/cursor.js';
 import { ERROR_TABLE, type ErrorCode } from '../../handlers/errors.js';
 import { openApiPath, operationRoutes, type Json } from '../../handlers/openapi.js';
 import { apiDocument, apiDocumentText, OPENAPI_CACHE_CONTROL } from '../../runtime/http/openapi.js';
@@ -261,6 +262,18 @@ describe('operations: error answers', () => {
 
   test.each(cases.map((c) => [`${c[0]}: ${c[2]} ${c[4]}`, c] as const))('%s', async (_n, [code, who, method, template, url, body, headers]) => {
     expectCode(await call(who, method, template, url, body, headers), code);
+  });
+
+  test('EXPIRED: a class watch cursor older than the retained window answers 410 with oldest, as documented', async () => {
+    const c = new pg.Client({ connectionString: t.db.url });
+    await c.connect();
+    const key = (await c.query(`select value from kslate_meta where key = 'cursor_key'`)).rows[0].value as string;
+    await c.end();
+    // A cursor this gateway could have issued for a change long before --watch-retention (1h).
+    const old = await encodeWatchCursor(key, 'ticket', { tx: '1', id: 0, at: Date.now() - 2 * 3_600_000 });
+    const a = await call('alice', 'GET', '/v1/classes/{class}/watch', `/v1/classes/ticket/watch?from=${old}`);
+    expectCode(a, 'EXPIRED');
+    expect(typeof a.body.oldest).toBe('string');
   });
 
   test('405 METHOD_NOT_ALLOWED with Allow, and 404 for an unknown path, as components.responses say', async () => {

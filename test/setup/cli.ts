@@ -3,6 +3,7 @@
  * their output collected, every child stopped when the file ends.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { distIsFresh, ROOT } from './build.js';
 
@@ -149,6 +150,29 @@ export function logLines(stdout: string): { level: string; msg: string; [k: stri
 /** Build dist/ (what bin/kslate.js runs) unless it is already newer than every source; throws with tsc's output when the build fails. */
 export async function ensureBuilt(): Promise<void> {
   if (distIsFresh()) return;
-  const build = await run(TSC, ['-p', join(ROOT, 'tsconfig.build.json')], cleanEnv(), 120_000);
-  if (build.code !== 0) throw new Error(`build failed:\n${build.stdout}\n${build.stderr}`);
+  // One build at a time across test files (cli, watch fan-out): two tsc runs writing dist/
+  // together on a 2-core machine starve every other test. A lock directory, taken over
+  // when older than the build's own bound.
+  const lock = join(ROOT, '.build-lock');
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > 150_000) rmSync(lock, { recursive: true, force: true });
+      } catch {
+        /* released meanwhile */
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      if (distIsFresh()) return;
+    }
+  }
+  try {
+    if (distIsFresh()) return;
+    const build = await run(TSC, ['-p', join(ROOT, 'tsconfig.build.json')], cleanEnv(), 120_000);
+    if (build.code !== 0) throw new Error(`build failed:\n${build.stdout}\n${build.stderr}`);
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
 }

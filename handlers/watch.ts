@@ -1,0 +1,242 @@
+/**
+ * watch (issue 16): the applied changes of one record, or of every record of a class, as
+ * they commit.
+ *
+ *   GET /v1/records/{class}/{id}/watch?from_record_version=N   (resume: Last-Event-ID = a record_version)
+ *   GET /v1/classes/{class}/watch?from=CURSOR                   (resume: Last-Event-ID = a cursor)
+ *
+ * The checks are a read's (steps 2–7 and 10, then parameters), made before any stream
+ * starts, so every refusal is an ordinary error answer. What passes returns
+ * `Outcome.stream`: an async iterable of rendered items (handlers/watch-feed.ts) that HTTP
+ * writes as Server-Sent Events and that a gRPC stream or an MCP subscription can reuse.
+ * The read scope is applied here, per change, with the pipeline's own rules: a change of a
+ * field the caller's role may not read is left out, premises on such fields too.
+ */
+import * as v from 'valibot';
+import type { ChangeRow, LogPosition } from '../db/port.js';
+import type { Ctx } from './context.js';
+import { decodeWatchCursor, encodeWatchCursor } from './cursor.js';
+import { SvcError } from './errors.js';
+import { formatTime } from './format.js';
+import { parseCount } from './limits.js';
+import { authorize, canRead, checkParams, checkRecordId, checkScopeOwner, visiblePremises, type Access, type Outcome } from './pipeline.js';
+import type { HttpInput, Operation } from './index.js';
+import type { FeedItem, Subscription, WatchFeed, WatchItem, WatchStream } from './watch-feed.js';
+
+export interface WatchRecordInput {
+  class: string;
+  id: string;
+  from_record_version?: string | number;
+  /** The transport's resume token (HTTP: Last-Event-ID); wins over `from_record_version`. */
+  last_event_id?: string;
+  params?: readonly string[];
+}
+
+export interface WatchClassInput {
+  class: string;
+  from?: string;
+  /** The transport's resume token (HTTP: Last-Event-ID); wins over `from`. */
+  last_event_id?: string;
+  params?: readonly string[];
+}
+
+/** The query parameters of each watch (the handler refuses others; the OpenAPI document shows these). */
+export const watchRecordParams = v.strictObject({
+  from_record_version: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(0),
+      v.description('Send every applied change with a higher record_version first (default: the current version). Last-Event-ID wins over it.'),
+    ),
+  ),
+});
+export const watchClassParams = v.strictObject({
+  from: v.optional(
+    v.pipe(v.string(), v.description('A cursor: the id of an event of this class watch; resume right after it (default: now). Last-Event-ID wins over it.')),
+  ),
+});
+
+/** How often a stream re-reads the caller's roles (the class cache refreshes once a second). */
+const ROLE_RECHECK_MS = 1_000;
+
+function feedOf(ctx: Ctx): WatchFeed {
+  if (!ctx.watch) {
+    // The Cloudflare Workers adapter: a request there has no process outliving it.
+    throw new SvcError(
+      'NOT_FOUND',
+      'Watch streams are not served on this runtime (Cloudflare Workers); use a Node gateway (`kslate serve`) for /watch.',
+    );
+  }
+  return ctx.watch;
+}
+
+export async function watchRecord(ctx: Ctx, input: WatchRecordInput): Promise<Outcome> {
+  const feed = feedOf(ctx);
+  const access = await authorize(ctx, input.class, 'read', input.id); // 2–3
+  checkRecordId(access, input.id); // 5
+  const where = { record: access.record };
+  await checkScopeOwner(ctx, access, null); // 10
+  checkParams(input.params, Object.keys(watchRecordParams.entries), where, 'watch');
+  const raw = input.last_event_id ?? input.from_record_version;
+  const name = input.last_event_id !== undefined ? 'Last-Event-ID' : 'from_record_version';
+  let after: number;
+  if (raw !== undefined) {
+    after = parseCount(name, raw, 0, Number.MAX_SAFE_INTEGER, where);
+    if (!(await ctx.db.recordOrHistoryExists(input.class, input.id))) {
+      throw new SvcError('NOT_FOUND', `Record ${access.record} does not exist and has no history; watch the class to see it created.`, where);
+    }
+  } else {
+    // From now: the record's current version (changes after the read come from its history).
+    const row = await ctx.db.readRecord(input.class, input.id, { fields: [], entriesLimit: 0, entriesBeforeSeq: null, maxBytes: 0 });
+    if (!row && !(await ctx.db.recordOrHistoryExists(input.class, input.id))) {
+      throw new SvcError('NOT_FOUND', `Record ${access.record} does not exist and has no history; watch the class to see it created.`, where);
+    }
+    after = row?.record_version ?? 0;
+  }
+  const sub = await feed.subscribe({ kind: 'record', class: input.class, rid: input.id, afterRecordVersion: after });
+  const open: WatchItem = { type: 'open', id: String(after), data: { record: access.record, record_version: after } };
+  return { body: {}, stream: render(ctx, access, sub, open, async (row) => String(row.record_version)) };
+}
+
+export async function watchClass(ctx: Ctx, input: WatchClassInput): Promise<Outcome> {
+  const feed = feedOf(ctx);
+  const access = await authorize(ctx, input.class, 'read'); // 2–3
+  const where = { class: input.class };
+  await checkScopeOwner(ctx, access, null); // 10
+  checkParams(input.params, Object.keys(watchClassParams.entries), where, 'watch');
+  const key = await ctx.cursorKey();
+  const token = input.last_event_id ?? input.from;
+  let after: LogPosition | null = null;
+  let at = ctx.now().getTime();
+  if (token !== undefined) {
+    const c = await decodeWatchCursor(key, token, input.class, where);
+    const cutoff = ctx.now().getTime() - feed.retentionMs;
+    if (c.at < cutoff) {
+      // Like the Kubernetes API's 410 Gone: the client re-reads what it needs, then resumes here.
+      const first = await feed.oldest(input.class, new Date(cutoff));
+      const oldest = await encodeWatchCursor(key, input.class, {
+        tx: first.pos.tx,
+        id: first.pos.id,
+        at: Math.max(first.at.getTime(), cutoff),
+      });
+      throw new SvcError(
+        'EXPIRED',
+        `The cursor is older than the change log's retained window (${Math.round(feed.retentionMs / 1000)}s); re-read the records you need, then watch from \`oldest\` (or without \`from\`).`,
+        { class: input.class, oldest },
+      );
+    }
+    after = { tx: c.tx, id: c.id };
+    at = c.at;
+  }
+  const sub = await feed.subscribe({ kind: 'class', class: input.class, after });
+  const start = sub.start!;
+  const open: WatchItem = {
+    type: 'open',
+    id: await encodeWatchCursor(key, input.class, { tx: start.tx, id: start.id, at }),
+    data: { class: input.class },
+  };
+  return {
+    body: {},
+    stream: render(ctx, access, sub, open, (row) => encodeWatchCursor(key, input.class, { tx: row.tx!, id: row.id, at: row.created_at.getTime() })),
+  };
+}
+
+const END_MESSAGES = {
+  slow: 'The stream fell too far behind (the client did not read fast enough) and was closed; reconnect with your last event id.',
+  shutdown: 'The gateway is shutting down; reconnect (to another replica) with your last event id.',
+  revoked: 'Your role in the class no longer allows this watch; the stream is closed.',
+  recreated:
+    'The record expired and was written again: a new record under the same id, whose record_version starts at 1; reconnect with from_record_version=0.',
+} as const;
+
+/** The rendered stream: the open item, then each change the caller may read, heartbeats, and an end. */
+function render(ctx: Ctx, initial: Access, sub: Subscription, open: WatchItem, idOf: (row: ChangeRow) => Promise<string>): WatchStream {
+  let access = initial;
+  let checkedAt = Date.now();
+  /** The caller's roles as the class registry has them now (a manifest may have changed). */
+  const recheck = async (): Promise<boolean> => {
+    if (Date.now() - checkedAt < ROLE_RECHECK_MS) return true;
+    checkedAt = Date.now();
+    try {
+      access = { ...(await authorize(ctx, initial.cls.name, 'read')), record: initial.record };
+      return true;
+    } catch (e) {
+      if (e instanceof SvcError && (e.code === 'NO_ROLE' || e.code === 'NOT_FOUND')) return false;
+      throw e;
+    }
+  };
+  async function* items(): AsyncGenerator<WatchItem> {
+    try {
+      yield open;
+      for (;;) {
+        const item: FeedItem = await sub.next();
+        if (item.type === 'heartbeat') {
+          if (!(await recheck())) {
+            yield { type: 'end', reason: 'revoked', message: END_MESSAGES.revoked };
+            return;
+          }
+          yield item;
+        } else if (item.type === 'end') {
+          if (item.reason === 'closed') return; // the client went away: nobody to tell
+          yield { type: 'end', reason: item.reason, message: END_MESSAGES[item.reason] };
+          return;
+        } else {
+          if (!(await recheck())) {
+            yield { type: 'end', reason: 'revoked', message: END_MESSAGES.revoked };
+            return;
+          }
+          const data = renderChange(item.row, access);
+          if (data) yield { type: 'change', id: await idOf(item.row), data };
+        }
+      }
+    } finally {
+      sub.close();
+    }
+  }
+  return { items: items(), close: () => sub.close(), ended: sub.ended };
+}
+
+/** A change as the caller may see it, or null when its field is outside the caller's read scope. */
+export function renderChange(r: ChangeRow, access: Access): Record<string, unknown> | null {
+  const def = access.cls.fields.get(r.field);
+  if (!def || !canRead(access, r.field)) return null;
+  const out: Record<string, unknown> = { seq: r.id, record: `${r.class}/${r.rid}`, field: r.field, op: r.op };
+  if (r.version !== null) out.version = r.version;
+  out.record_version = r.record_version;
+  // As get shows it: a task field has no value (its change is the lease: op and author).
+  if (def.kind !== 'task') out.value = r.value;
+  out.author = r.author;
+  if (r.identity_strength !== null) out.identity_strength = r.identity_strength;
+  if (r.evidence !== null) out.evidence = r.evidence;
+  const basedOn = visiblePremises(r.based_on, (f) => canRead(access, f));
+  if (basedOn !== null) out.based_on = basedOn;
+  if (r.invocation !== null) out.invocation = r.invocation;
+  out.created_at = formatTime(r.created_at);
+  return out;
+}
+
+/** The watch routes: mounted by HTTP beside the operation table (they answer streams, not bodies). */
+export const watchOperations = {
+  watchRecord: {
+    name: 'watchRecord',
+    method: 'GET',
+    path: '/v1/records/:class/:id/watch',
+    write: false,
+    handler: watchRecord,
+    fromHttp: ({ params, query, names }: HttpInput): WatchRecordInput => ({
+      class: params.class,
+      id: params.id,
+      from_record_version: query.from_record_version,
+      params: names,
+    }),
+  } satisfies Operation<WatchRecordInput>,
+  watchClass: {
+    name: 'watchClass',
+    method: 'GET',
+    path: '/v1/classes/:class/watch',
+    write: false,
+    handler: watchClass,
+    fromHttp: ({ params, query, names }: HttpInput): WatchClassInput => ({ class: params.class, from: query.from, params: names }),
+  } satisfies Operation<WatchClassInput>,
+};

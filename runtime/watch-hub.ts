@@ -1,0 +1,405 @@
+/**
+ * The change hub (issue 16): ONE poller per gateway process reads the change log (migration
+ * 0007) while anyone is subscribed and fans each change out to the subscribers of its class
+ * or record. No subscriber polls the database in steady state and the write path sends no
+ * NOTIFY: a write costs what it cost before, however many watchers there are.
+ *
+ * A subscriber that starts behind the hub catches up with its own bounded reads, paced by
+ * its consumer (a page is read only when the previous one was taken), while the hub's live
+ * changes for it wait in a bounded buffer; it joins the live feed at the position the hub
+ * had when it subscribed, so nothing is lost or repeated across the join. Every subscriber's
+ * queue is bounded in items and bytes: one that falls behind is ended (`slow`) and resumes
+ * from its last id, never buffered without bound.
+ *
+ * Runtime-neutral (timers only, no Node module); the Node gateway builds one in
+ * runtime/services.ts. The Workers adapter has no long-lived process and builds none.
+ */
+import type { ChangeLog, ChangeRow, LogPosition } from '../db/port.js';
+import type { Logger } from '../handlers/context.js';
+import { SvcError } from '../handlers/errors.js';
+import type { FeedItem, Subscription, WatchFeed, WatchFrom } from '../handlers/watch-feed.js';
+
+export interface HubOptions {
+  /** How often the poller reads the log while someone is subscribed. */
+  pollMs: number;
+  /** A subscription with nothing to say for this long yields a heartbeat. */
+  heartbeatMs: number;
+  /** Items one subscriber may have waiting; past it the subscriber is ended (`slow`). */
+  queueMax: number;
+  /** Bytes of changes one subscriber may have waiting (the first item always fits). */
+  queueBytes: number;
+  /** Open subscriptions per process; past it subscribe answers UNAVAILABLE. */
+  maxStreams: number;
+  /** The class log's retained window (410 EXPIRED before it). */
+  retentionMs: number;
+  /** Rows per read (the poller's and a catch-up page). */
+  batch?: number;
+  /** Bytes per read. */
+  batchBytes?: number;
+}
+
+export const WATCH_DEFAULTS = {
+  pollMs: 100,
+  heartbeatMs: 15_000,
+  queueMax: 1000,
+  queueBytes: 16 * 1024 * 1024,
+  maxStreams: 1024,
+  retentionMs: 3_600_000,
+} as const;
+
+/** Positions in log order: by transaction, then history id. */
+export function comparePos(a: LogPosition, b: LogPosition): number {
+  const ta = BigInt(a.tx);
+  const tb = BigInt(b.tx);
+  if (ta !== tb) return ta < tb ? -1 : 1;
+  return a.id - b.id;
+}
+
+const posOf = (r: ChangeRow): LogPosition => ({ tx: r.tx!, id: r.id });
+
+class Sub implements Subscription {
+  start: LogPosition | null = null;
+  /** class: the last position delivered; record: the last record_version delivered. */
+  lastPos: LogPosition | null = null;
+  lastRv = 0;
+  /** record: the history id of the last change delivered (ids rise with a record's versions). */
+  lastId = 0;
+  /** `catchup` until its own reads reach the hub's position (or fill a gap), then `live`. */
+  mode: 'catchup' | 'live' = 'catchup';
+  /** class: the hub's position when it subscribed, where its own reads stop. */
+  target: LogPosition | null = null;
+  readonly queue: ChangeRow[] = [];
+  /** Live changes that came while catching up. */
+  readonly buffer: ChangeRow[] = [];
+  /** How often the buffer overflowed and was dropped (a record's reads then go on once more). */
+  dropped = 0;
+  bytes = 0;
+  reason: 'slow' | 'shutdown' | 'closed' | 'recreated' | null = null;
+  private wake: (() => void) | null = null;
+  private settle!: (reason: 'slow' | 'shutdown' | 'closed' | 'recreated') => void;
+  readonly ended$ = new Promise<'slow' | 'shutdown' | 'closed' | 'recreated'>((r) => (this.settle = r));
+
+  constructor(
+    readonly hub: ChangeHub,
+    readonly from: WatchFrom,
+  ) {}
+
+  get ended(): Promise<'slow' | 'shutdown' | 'closed' | 'recreated'> {
+    return this.ended$;
+  }
+
+  get cls(): string {
+    return this.from.class;
+  }
+
+  /** A live change from the poller. */
+  offer(row: ChangeRow): void {
+    if (this.reason) return;
+    if (this.from.kind === 'record' && row.rid !== this.from.rid) return;
+    if (this.mode === 'catchup') {
+      if (this.buffer.length >= this.hub.opts.queueMax || (this.buffer.length > 0 && this.bytes + row.bytes > this.hub.opts.queueBytes)) {
+        // Still catching up and the live feed outran it: forget what waited and read on
+        // further instead (the reads are paced by the consumer, so this stays bounded). A
+        // class reads on up to this change; a record's own reads see every committed change.
+        for (const r of this.buffer) this.bytes -= r.bytes;
+        this.buffer.length = 0;
+        this.dropped++;
+        if (this.from.kind === 'class') this.target = posOf(row);
+        return;
+      }
+      this.buffer.push(row);
+      this.bytes += row.bytes;
+      return;
+    }
+    if (this.queue.length >= this.hub.opts.queueMax || (this.queue.length > 0 && this.bytes + row.bytes > this.hub.opts.queueBytes)) {
+      this.end('slow');
+      return;
+    }
+    if (this.accept(row)) {
+      this.bytes += row.bytes;
+      this.poke();
+    }
+  }
+
+  /**
+   * Live: take `row` into the queue when it is new. A record's change whose record_version is
+   * past the next one expected (the log orders by transaction id, which need not follow a
+   * record's versions when two writers raced for its lock) sends the subscriber back to
+   * read its record's history, which fills the gap in version order.
+   */
+  private accept(row: ChangeRow): boolean {
+    if (this.from.kind === 'record') {
+      if (row.record_version <= this.lastRv) {
+        // A newer row at an old version: the record expired and was written again, a new
+        // record whose versions start at 1; this stream's ids no longer name its changes.
+        if (this.lastId > 0 && row.id > this.lastId) this.end('recreated');
+        return false;
+      }
+      if (row.record_version > this.lastRv + 1) {
+        this.mode = 'catchup';
+        this.buffer.push(row);
+        return true;
+      }
+      this.lastRv = row.record_version;
+      this.lastId = row.id;
+    } else {
+      if (this.lastPos && comparePos(posOf(row), this.lastPos) <= 0) return false;
+      this.lastPos = posOf(row);
+    }
+    this.queue.push(row);
+    return true;
+  }
+
+  private poke(): void {
+    const w = this.wake;
+    this.wake = null;
+    w?.();
+  }
+
+  end(reason: 'slow' | 'shutdown' | 'closed' | 'recreated'): void {
+    if (this.reason) return;
+    this.reason = reason;
+    this.settle(reason);
+    this.queue.length = 0;
+    this.buffer.length = 0;
+    this.bytes = 0;
+    this.hub.remove(this);
+    this.poke();
+  }
+
+  close(): void {
+    this.end('closed');
+  }
+
+  async next(): Promise<FeedItem> {
+    for (;;) {
+      if (this.reason) return { type: 'end', reason: this.reason };
+      const row = this.queue.shift();
+      if (row) {
+        this.bytes -= row.bytes;
+        return { type: 'change', row };
+      }
+      if (this.mode === 'catchup') {
+        await this.catchUp();
+        continue;
+      }
+      const woke = await new Promise<boolean>((resolve) => {
+        const t = setTimeout(() => {
+          this.wake = null;
+          resolve(false);
+        }, this.hub.opts.heartbeatMs);
+        this.wake = () => {
+          clearTimeout(t);
+          resolve(true);
+        };
+      });
+      if (!woke && !this.reason && this.queue.length === 0) return { type: 'heartbeat' };
+    }
+  }
+
+  /** One page of the subscriber's own reads; at the end of them, the buffered live changes join. */
+  private async catchUp(): Promise<void> {
+    const { batch, batchBytes } = this.hub.limits;
+    const dropped = this.dropped;
+    let rows: ChangeRow[];
+    if (this.from.kind === 'record') {
+      // The first read also takes the row at the start version, only for its id (see accept).
+      const learn = this.lastId === 0 && this.lastRv > 0;
+      rows = await this.hub.log.readRecordChanges(this.from.class, this.from.rid, this.lastRv - (learn ? 1 : 0), { limit: batch, maxBytes: batchBytes });
+      if (learn && rows[0]?.record_version === this.lastRv) this.lastId = rows.shift()!.id;
+      else if (learn) this.lastId = -1; // nothing at that version (yet): nothing to learn
+    } else {
+      const read = await this.hub.log.readLog([this.from.class], this.lastPos!, { upTo: this.target, limit: batch, maxBytes: batchBytes });
+      rows = read.rows;
+    }
+    if (this.reason) return;
+    for (const r of rows) {
+      if (this.from.kind === 'record') {
+        this.lastRv = r.record_version;
+        this.lastId = r.id;
+      } else this.lastPos = posOf(r);
+      this.queue.push(r);
+      this.bytes += r.bytes;
+    }
+    if (rows.length > 0) return;
+    // Live changes dropped while this read ran may have committed after its snapshot: read again.
+    if (this.dropped !== dropped) return;
+    // Caught up: what arrived live meanwhile follows, without what the reads already gave.
+    if (this.from.kind === 'class' && this.target && comparePos(this.target, this.lastPos!) > 0) this.lastPos = this.target;
+    this.mode = 'live';
+    const pending = this.buffer.splice(0);
+    if (this.from.kind === 'record') pending.sort((a, b) => a.record_version - b.record_version);
+    for (const r of pending) this.bytes -= r.bytes;
+    for (const r of pending) {
+      if (this.mode !== 'live') {
+        this.buffer.push(r);
+        this.bytes += r.bytes;
+      } else if (this.accept(r)) this.bytes += r.bytes;
+    }
+  }
+}
+
+export class ChangeHub implements WatchFeed {
+  private readonly byClass = new Map<string, Set<Sub>>();
+  private count = 0;
+  /** The poller's position; null while nobody is subscribed. */
+  private pos: LogPosition | null = null;
+  private starting: Promise<LogPosition> | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private polling = false;
+  private closed = false;
+  /** Failed reads in a row (the database is away): the poller backs off. */
+  private failures = 0;
+  readonly limits: { batch: number; batchBytes: number };
+
+  constructor(
+    readonly log: ChangeLog,
+    readonly opts: HubOptions,
+    private readonly logger: Logger,
+  ) {
+    this.limits = { batch: opts.batch ?? 500, batchBytes: opts.batchBytes ?? 16 * 1024 * 1024 };
+  }
+
+  get retentionMs(): number {
+    return this.opts.retentionMs;
+  }
+
+  /** Open subscriptions (tests, metrics). */
+  get open(): number {
+    return this.count;
+  }
+
+  async oldest(cls: string, since: Date): Promise<{ pos: LogPosition; at: Date }> {
+    const first = await this.log.firstChangeSince(cls, since);
+    // Just before it: its own transaction's earlier rows are in the window too (same created_at).
+    if (first) return { pos: { tx: first.pos.tx, id: first.pos.id - 1 }, at: first.created_at };
+    return { pos: this.pos ?? (await this.log.logHead()), at: new Date() };
+  }
+
+  async subscribe(from: WatchFrom): Promise<Subscription> {
+    this.admit();
+    const sub = new Sub(this, from);
+    // Counted from here, so concurrent subscribes cannot pass the cap together.
+    this.count++;
+    let pos: LogPosition;
+    try {
+      pos = await this.ensureStarted();
+    } catch (e) {
+      this.count--;
+      this.stopIfIdle();
+      throw e;
+    }
+    if (this.closed) {
+      this.count--;
+      throw this.refusal();
+    }
+    // Synchronously from here to registration: the poller cannot move in between, so the
+    // subscriber's own reads end exactly where its live feed begins.
+    pos = this.pos ?? pos;
+    if (from.kind === 'class') {
+      sub.start = from.after ?? pos;
+      sub.lastPos = sub.start;
+      sub.target = pos;
+      if (comparePos(sub.start, pos) >= 0) sub.mode = 'live';
+    } else {
+      sub.lastRv = from.afterRecordVersion;
+    }
+    let set = this.byClass.get(from.class);
+    if (!set) this.byClass.set(from.class, (set = new Set()));
+    set.add(sub);
+    this.schedule();
+    return sub;
+  }
+
+  private admit(): void {
+    if (this.closed) throw this.refusal();
+    if (this.count >= this.opts.maxStreams) {
+      throw new SvcError(
+        'UNAVAILABLE',
+        `This gateway holds its maximum of ${this.opts.maxStreams} open watch streams (--watch-max-streams); retry shortly or on another replica, or watch a whole class with one stream.`,
+      );
+    }
+  }
+
+  private refusal(): SvcError {
+    return new SvcError('UNAVAILABLE', 'The gateway is shutting down; reconnect (to another replica) and resume from your last event id.');
+  }
+
+  remove(sub: Sub): void {
+    const set = this.byClass.get(sub.cls);
+    if (set?.delete(sub)) {
+      this.count--;
+      if (set.size === 0) this.byClass.delete(sub.cls);
+    }
+    this.stopIfIdle();
+  }
+
+  private stopIfIdle(): void {
+    if (this.count > 0) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.pos = null;
+  }
+
+  private ensureStarted(): Promise<LogPosition> {
+    if (this.pos) return Promise.resolve(this.pos);
+    this.starting ??= this.log.logHead().then(
+      (p) => {
+        this.starting = null;
+        if (this.count > 0 && !this.pos) this.pos = p;
+        return p;
+      },
+      (e) => {
+        this.starting = null;
+        throw e;
+      },
+    );
+    return this.starting;
+  }
+
+  private schedule(delay = this.opts.pollMs): void {
+    if (this.timer || this.polling || this.closed || this.count === 0) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.poll();
+    }, delay);
+  }
+
+  /** One read of the log for every watched class, fanned out; again at once while more is waiting. */
+  private async poll(): Promise<void> {
+    if (!this.pos || this.byClass.size === 0) return;
+    this.polling = true;
+    let more = false;
+    try {
+      const from = this.pos;
+      const { rows, frontier } = await this.log.readLog([...this.byClass.keys()], from, {
+        upTo: null,
+        limit: this.limits.batch,
+        maxBytes: this.limits.batchBytes,
+      });
+      if (this.pos !== from) return; // stopped (and maybe restarted) meanwhile
+      for (const r of rows) {
+        for (const sub of [...(this.byClass.get(r.class) ?? [])]) sub.offer(r);
+        this.pos = posOf(r);
+      }
+      if (frontier && comparePos(frontier, this.pos) > 0) this.pos = frontier;
+      more = frontier === null;
+      this.failures = 0;
+    } catch (e) {
+      // Logged once per outage, retried with a growing pause (at most 5 s) meanwhile.
+      if (this.failures++ === 0) {
+        this.logger.warn('watch: reading the change log failed; retrying', { error: e instanceof Error ? e.message : String(e) });
+      }
+    } finally {
+      this.polling = false;
+      this.schedule(more ? 0 : Math.min(5_000, this.opts.pollMs * 2 ** Math.min(this.failures, 10)));
+    }
+  }
+
+  /** Shutdown: every subscription ends (`shutdown`), new ones are refused. */
+  close(): void {
+    this.closed = true;
+    for (const set of [...this.byClass.values()]) for (const sub of [...set]) sub.end('shutdown');
+    this.stopIfIdle();
+  }
+}
