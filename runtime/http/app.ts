@@ -4,15 +4,15 @@
  */
 import { Hono, type Context } from 'hono';
 import { etag } from 'hono/etag';
-import { streamSSE } from 'hono/streaming';
 import type { RawBody } from '../../handlers/body.js';
 import { SvcError } from '../../handlers/errors.js';
 import { asSvcError, operations, type Operation } from '../../handlers/index.js';
 import { watchOperations } from '../../handlers/watch.js';
-import type { WatchStream } from '../../handlers/watch-feed.js';
 import { MCP_METHODS, MCP_PATH, mountMcp, type McpOptions } from '../mcp/server.js';
 import { runRequest, type AppServices } from '../request.js';
 import { readBody } from './body.js';
+import { reply } from './reply.js';
+import { serveWatch } from './watch-sse.js';
 import { requestIdFrom, requestMeta, type AppEnv, type PeerAddress } from './env.js';
 import { OPENAPI_PATH, serveOpenApi } from './openapi.js';
 import { mountConsole } from '../ui/console.js';
@@ -62,7 +62,7 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
     route(op.method, op.path);
   }
   for (const op of Object.values(watchOperations) as Operation[]) {
-    app.on(op.method, op.path, (c) => handleWatch(c, s, op, peer));
+    app.on(op.method, op.path, (c) => serveWatch(c, s, op, requestMeta(c, s, peer)));
     route(op.method, op.path);
   }
   mountMcp(app, s, peer, opts.mcp);
@@ -127,76 +127,4 @@ async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: P
     return reply(c, r.error.status, r.error.body(), close);
   }
   return reply(c, r.out.created ? 201 : 200, r.out.body, close);
-}
-
-/**
- * A JSON answer with its headers as one plain object (content type and X-Request-Id): on
- * Node, @hono/node-server writes such a response straight to the socket, where `c.json`
- * plus a header set afterwards builds two `Headers` objects per request.
- */
-function reply(c: Context<AppEnv>, status: number, body: unknown, close = false): Response {
-  c.set('replied', true);
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': c.get('requestId') };
-  if (close) headers.connection = 'close';
-  return new Response(JSON.stringify(body), { status, headers });
-}
-
-
-/** How long a stream ended by the gateway (slow client, shutdown) may take to write its last event. */
-const END_GRACE_MS = 1_000;
-
-/**
- * A watch (docs/watch.md): the same request lifecycle as every operation, so every refusal
- * is a JSON error before the stream starts; then the handler's stream as Server-Sent Events:
- * `open` (where it starts), `change` (id: the resume token), comment-line heartbeats, and a
- * last `end` event when the gateway ends it. Last-Event-ID resumes.
- */
-async function handleWatch(c: Context<AppEnv>, s: AppServices, op: Operation, peer: PeerAddress): Promise<Response> {
-  const r = await runRequest(s, requestMeta(c, s, peer), op, () => {
-    const names = [...new URL(c.req.url).searchParams.keys()];
-    const input = op.fromHttp({ params: c.req.param() as Record<string, string>, query: c.req.query(), names, body: { kind: 'none' } });
-    const last = c.req.header('last-event-id');
-    return last === undefined ? input : { ...input, last_event_id: last };
-  });
-  if (r.identity) c.set('author', r.identity.author);
-  if (!r.ok) {
-    c.set('errorCode', r.error.code);
-    return reply(c, r.error.status, r.error.body());
-  }
-  const stream = r.out.stream as WatchStream;
-  // A client gone before the stream starts must free its slot too (onAbort below only
-  // fires once the body is being read).
-  const signal = c.req.raw.signal;
-  if (signal.aborted) stream.close();
-  else signal.addEventListener('abort', () => stream.close(), { once: true });
-  c.header('x-request-id', c.get('requestId'));
-  // Proxies (nginx) must pass events on as they come.
-  c.header('x-accel-buffering', 'no');
-  return streamSSE(c, async (sse) => {
-    sse.onAbort(() => stream.close());
-    // A client that does not read blocks the writes below; a stream the gateway ended is
-    // then cut after a grace period instead of waiting for it.
-    void stream.ended.then((reason) => {
-      if (reason !== 'closed') setTimeout(() => void sse.abort(), END_GRACE_MS).unref?.();
-    });
-    try {
-      for await (const item of stream.items) {
-        if (sse.aborted || sse.closed) break;
-        if (item.type === 'heartbeat') await sse.write(': heartbeat\n\n');
-        else if (item.type === 'end') {
-          await sse.writeSSE({ event: 'end', data: JSON.stringify({ reason: item.reason, message: item.message }) });
-          break;
-        } else await sse.writeSSE({ event: item.type, id: item.id, data: JSON.stringify(item.data) });
-      }
-    } catch (e) {
-      const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') });
-      if (!sse.aborted && !sse.closed) {
-        await sse
-          .writeSSE({ event: 'end', data: JSON.stringify({ reason: 'error', ...err.body(), message: `${err.message} Reconnect with your last event id.` }) })
-          .catch(() => undefined);
-      }
-    } finally {
-      stream.close();
-    }
-  });
 }

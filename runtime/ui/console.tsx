@@ -13,9 +13,11 @@ import type { JSX } from 'hono/jsx/jsx-runtime';
 import { subjectMatches } from '../../handlers/class-registry.js';
 import type { SvcError } from '../../handlers/errors.js';
 import { operations, type Operation } from '../../handlers/index.js';
+import { watchOperations } from '../../handlers/watch.js';
 import { authenticateRequest, runRequest, type AppServices, type RequestResult } from '../request.js';
 import { readBody } from '../http/body.js';
 import { requestMeta, type AppEnv, type PeerAddress } from '../http/env.js';
+import { serveWatch } from '../http/watch-sse.js';
 import { ASSETS } from './assets.js';
 import { buildTimeline, type HistoryRow } from './timeline.js';
 import {
@@ -27,6 +29,7 @@ import {
   RecordsPage,
   SignInPage,
   historyHref,
+  recordHref,
   recordsHref,
   type ClassView,
   type FieldValueView,
@@ -84,6 +87,14 @@ export function mountConsole(app: Hono<AppEnv>, s: AppServices, peer: PeerAddres
   app.get(`${UI_PATH}/classes/:class/records`, (c) => recordsPage(c, s, peer));
   app.get(`${UI_PATH}/records/:class/:id`, (c) => recordPage(c, s, peer));
   app.get(`${UI_PATH}/records/:class/:id/history`, (c) => historyPage(c, s, peer));
+  // The record page's live part: the record's watch stream as the cookie's identity (an
+  // EventSource cannot send an Authorization header), the same handler and refusals as
+  // GET /v1/records/{class}/{id}/watch.
+  app.get(`${UI_PATH}/records/:class/:id/watch`, (c) => {
+    const token = getCookie(c, COOKIE);
+    const meta = { ...requestMeta(c, s, peer), authorization: token ? `Bearer ${token}` : undefined, scope: undefined };
+    return serveWatch(c, s, watchOperations.watchRecord as Operation, meta);
+  });
 }
 
 function isHttps(c: C): boolean {
@@ -289,6 +300,7 @@ async function recordPage(c: C, s: AppServices, peer: PeerAddress): Promise<Resp
       fields={body.fields}
       checkpoints={checkpoints}
       now={new Date()}
+      watch={`${recordHref(cls, id)}/watch?from_record_version=${body.record_version}`}
     />,
   );
 }

@@ -97,7 +97,10 @@ beforeAll(async () => {
   });
   browser = await playwright.launch({
     executablePath: await chromium.executablePath(),
-    args: chromium.args,
+    // Without --single-process (one of the package's AWS Lambda flags): in one process, after
+    // one context's 401 sign-in, other contexts' same-origin fetch and EventSource requests
+    // went out without their SameSite=Strict cookie (navigations still had it).
+    args: chromium.args.filter((a) => a !== '--single-process'),
     headless: true,
     timeout: 60_000,
   });
@@ -326,6 +329,34 @@ describe('pages', () => {
       await contains(title, '"run": "r-7"');
       await contains(page.getByRole('region', { name: 'Checkpoint of role responder' }), 'DB down in eu-west');
       await shot(page, 'record');
+    },
+    TEST_MS,
+  );
+
+  test(
+    "live: another client's write shows on an open record page without a reload, as that identity may see it",
+    async () => {
+      await mustPut('alice', 'incident/live-1/fields/title', { value: 'Before', expected_version: 0 });
+      await mustPut('alice', 'incident/live-1/fields/severity', { value: 2, expected_version: 0 });
+      const page = await newPage();
+      await signIn(page, 'bob'); // a reviewer: reads title, not severity
+      await page.goto(`${t.url}/ui/records/incident/live-1`);
+      const title = page.locator('tr[data-field="title"]');
+      await contains(title.locator('[data-k="value"]'), 'Before');
+      const loadedAt = await page.evaluate(() => performance.timeOrigin);
+      // Another agent writes: a field bob may read, then one he may not.
+      await mustPut('alice', 'incident/live-1/fields/title', { value: 'After, live', expected_version: 1 });
+      await contains(title.locator('[data-k="value"]'), 'After, live');
+      await hasText(title.locator('[data-k="version"]'), '2');
+      await visible(page.locator('#live-note'));
+      await contains(page.locator('#live-note'), 'title changed (put by apikey:alice)');
+      await mustPut('alice', 'incident/live-1/fields/severity', { value: 3, expected_version: 1 });
+      await mustPut('alice', 'incident/live-1/fields/title', { value: 'Third', expected_version: 2 });
+      await contains(title.locator('[data-k="value"]'), 'Third');
+      // The severity change never reached the page: its last note is about title.
+      await contains(page.locator('#live-note'), 'title changed');
+      expect(await page.locator('tr[data-field="severity"]').count()).toBe(0);
+      expect(await page.evaluate(() => performance.timeOrigin)).toBe(loadedAt); // no reload
     },
     TEST_MS,
   );
