@@ -196,10 +196,15 @@ export function renderChange(r: ChangeRow, access: Access): Record<string, unkno
   return out;
 }
 
-/** The watch routes: mounted by HTTP beside the operation table (they answer streams, not bodies). */
+/**
+ * The watch routes: mounted by HTTP beside the operation table (they answer streams, not
+ * bodies). Both are carried by the one server-streaming RPC `Watch` (an addition to
+ * decisions §7): its request's `target` oneof picks the operation (runtime/grpc/server.ts).
+ */
 export const watchOperations = {
   watchRecord: {
     name: 'watchRecord',
+    grpc: 'Watch',
     method: 'GET',
     path: '/v1/records/:class/:id/watch',
     write: false,
@@ -213,6 +218,7 @@ export const watchOperations = {
   } satisfies Operation<WatchRecordInput>,
   watchClass: {
     name: 'watchClass',
+    grpc: 'Watch',
     method: 'GET',
     path: '/v1/classes/:class/watch',
     write: false,
