@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Watch fan-out (issue 16 item 7): `npm run bench:watch` (about two minutes) or
- * `node bench/watch.mjs --subscribers 1000 --writers 64 --rate 20 --seconds 60`.
+ * `node bench/watch.mjs --subscribers 1000 --writers 64 --rate 5 --seconds 60` (the defaults).
  *
  * Starts PostgreSQL (embedded, or KSLATE_BENCH_DATABASE_URL) and `kslate serve` as the main
  * bench does, opens `--subscribers` Server-Sent Events streams on ONE class
@@ -21,6 +21,9 @@
  * The driver (1,000 parsers and 64 writers) shares the machine with the gateway and
  * PostgreSQL, so on a small machine the figures include its own queueing; `--rate` keeps
  * the event volume (rate x subscribers events per second) within what one process parses.
+ *
+ * `--profile DIR`: the gateway writes a V8 CPU profile there (summarise it with
+ * bench/lib/profile.mjs).
  *
  * `--smoke`: 20 subscribers, 4 writers, 3 seconds: the harness still runs (test/bench/).
  */
@@ -46,6 +49,7 @@ async function main() {
       seconds: { type: 'string' },
       'poll-interval': { type: 'string' },
       smoke: { type: 'boolean' },
+      profile: { type: 'string' },
       out: { type: 'string' },
     },
     strict: true,
@@ -53,7 +57,7 @@ async function main() {
   const smoke = values.smoke === true;
   const subscribers = Number(values.subscribers ?? (smoke ? 20 : 1000));
   const writers = Number(values.writers ?? (smoke ? 4 : 64));
-  const rate = Number(values.rate ?? (smoke ? 20 : 20));
+  const rate = Number(values.rate ?? (smoke ? 20 : 5));
   const seconds = Number(values.seconds ?? (smoke ? 3 : 60));
   const pollInterval = values['poll-interval'] ?? '100ms';
   const cleanups = [];
@@ -69,6 +73,7 @@ async function main() {
       classesDir: conf.classesDir,
       keysFile: conf.keysFile,
       grpc: false,
+      ...(values.profile ? { profileDir: values.profile } : {}),
       extraArgs: ['--watch-max-streams', String(subscribers + 16), '--watch-poll-interval', pollInterval],
     });
     cleanups.push(() => gw.stop());
