@@ -69,11 +69,17 @@ function asEvent(ev: WatchEvent__Output): SseEvent | null {
   }
 }
 
-function gwatch(req: WatchRequest, who: string | null = 'alice', extra: Record<string, string> = {}, c: SvcServiceClient = client): GWatch {
+function gwatch(
+  req: WatchRequest,
+  who: string | null = 'alice',
+  extra: Record<string, string> = {},
+  c: SvcServiceClient = client,
+  options: grpc.CallOptions = {},
+): GWatch {
   const md = new grpc.Metadata();
   if (who !== null) md.set('authorization', `Bearer ${KEYS[who] ?? who}`);
   for (const [k, v] of Object.entries(extra)) md.set(k, v);
-  const call = c.Watch(req, md);
+  const call = c.Watch(req, md, options);
   let taken = 0;
   const w: GWatch = {
     events: [],
@@ -372,6 +378,15 @@ describe('gRPC Watch bounds: EXPIRED, the stream cap, cancel, a slow client, shu
     expect(rest.slice(1).map((e) => Number(e.id))).toEqual(Array.from({ length: 41 - Number(last) }, (_, k) => Number(last) + k + 1));
     r.close();
     await waitFor(() => hub().open === 0, 5_000, () => 'the stream to be released');
+  });
+
+  test('a client deadline ends the stream (DEADLINE_EXCEEDED) and frees its slot', async () => {
+    const w = gwatch({ class: 'incident' }, 'alice', {}, c, { deadline: Date.now() + 800 });
+    await w.next();
+    expect(hub().open).toBe(1);
+    await w.ended(5_000);
+    expect(w.error?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+    await waitFor(() => hub().open === 0, 5_000, () => `the slot to free (open: ${hub().open})`);
   });
 
   test('shutdown ends the stream with a last `end` (shutdown) and an OK status, without waiting for it', async () => {
