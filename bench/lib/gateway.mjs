@@ -63,7 +63,7 @@ function cleanEnv() {
 
 /**
  * Spawn `kslate serve` and wait for its `listening` log line and /readyz.
- * opts: { root, databaseUrl, classesDir, keysFile, grpc (bool), profileDir, say }
+ * opts: { root, databaseUrl, classesDir, keysFile, grpc (bool), profileDir, say, extraArgs (more flags) }
  */
 export async function startGateway(opts) {
   const port = await freePort();
@@ -87,6 +87,7 @@ export async function startGateway(opts) {
     '--metrics-port', String(metricsPort),
     ...(grpcPort ? ['--grpc-port', String(grpcPort)] : []),
     '--log-level', 'info',
+    ...(opts.extraArgs ?? []),
   ];
   const child = spawn(process.execPath, args, { cwd: opts.root, env: { ...cleanEnv(), ...(opts.env ?? {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
   const tail = [];

@@ -61,6 +61,8 @@ import type { HistoryRequest__Output } from './generated/svc/v1/HistoryRequest.j
 import type { Premise__Output } from './generated/svc/v1/Premise.js';
 import type { PutRequest__Output } from './generated/svc/v1/PutRequest.js';
 import type { QueryRequest__Output } from './generated/svc/v1/QueryRequest.js';
+import { resetterOf, resetters, watchRpc } from './watch.js';
+import { watchOperations } from '../../handlers/watch.js';
 import { ERROR_DETAILS_BUDGET, fitErrorBody } from './error-body.js';
 import { LOADER_OPTIONS, loadSvcProto, messageType, PROTO_DIR, PROTO_FILES } from './proto.js';
 
@@ -343,6 +345,23 @@ export async function startGrpc(
     if (!c || !service[op.grpc]) throw new Error(`operation ${op.name} declares RPC ${op.grpc}, which has no codec or is not in ${SERVICE_NAME}`);
     implementation[op.grpc] = rpc(m(op.grpc), op, op.write ? true : undefined, c.build, c.shape);
   }
+  // The watch operations (handlers/watch.ts) answer streams: both declare the one
+  // server-streaming RPC `Watch`, whose request picks which of them runs.
+  for (const op of Object.values(watchOperations) as Operation[]) {
+    if (!op.grpc) continue;
+    if (!service[op.grpc]?.responseStream) throw new Error(`watch operation ${op.name} declares RPC ${op.grpc}, which is not a server-streaming RPC of ${SERVICE_NAME}`);
+    implementation[op.grpc] ??= watchRpc({
+      s,
+      method: m(op.grpc),
+      toGrpc,
+      meta: (call) => ({
+        address: peerAddress(call, s.trustProxy),
+        authorization: firstText(call.metadata, 'authorization'),
+        scope: firstText(call.metadata, 'x-svc-scope'),
+        requestId: requestIdFrom(firstText(call.metadata, 'x-request-id'), randomUUID),
+      }),
+    });
+  }
   const unserved = Object.keys(service).filter((name) => !implementation[name]);
   if (unserved.length > 0) throw new Error(`RPCs of ${SERVICE_NAME} that no operation declares: ${unserved.join(', ')}`);
 
@@ -380,6 +399,8 @@ export async function startGrpc(
         next({
           onReceiveMetadata: (md, nextMd) => {
             metadata = md;
+            // A Watch call whose client stopped reading can only be ended by a reset (watch.ts).
+            resetters.set(md, resetterOf(call));
             nextMd(md);
           },
         }),

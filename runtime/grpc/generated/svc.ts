@@ -25,6 +25,12 @@ import type { QueryRequest as _svc_v1_QueryRequest, QueryRequest__Output as _svc
 import type { QueryResult as _svc_v1_QueryResult, QueryResult__Output as _svc_v1_QueryResult__Output } from './svc/v1/QueryResult.js';
 import type { Record as _svc_v1_Record, Record__Output as _svc_v1_Record__Output } from './svc/v1/Record.js';
 import type { SvcServiceClient as _svc_v1_SvcServiceClient, SvcServiceDefinition as _svc_v1_SvcServiceDefinition } from './svc/v1/SvcService.js';
+import type { WatchChange as _svc_v1_WatchChange, WatchChange__Output as _svc_v1_WatchChange__Output } from './svc/v1/WatchChange.js';
+import type { WatchEnd as _svc_v1_WatchEnd, WatchEnd__Output as _svc_v1_WatchEnd__Output } from './svc/v1/WatchEnd.js';
+import type { WatchEvent as _svc_v1_WatchEvent, WatchEvent__Output as _svc_v1_WatchEvent__Output } from './svc/v1/WatchEvent.js';
+import type { WatchHeartbeat as _svc_v1_WatchHeartbeat, WatchHeartbeat__Output as _svc_v1_WatchHeartbeat__Output } from './svc/v1/WatchHeartbeat.js';
+import type { WatchOpen as _svc_v1_WatchOpen, WatchOpen__Output as _svc_v1_WatchOpen__Output } from './svc/v1/WatchOpen.js';
+import type { WatchRequest as _svc_v1_WatchRequest, WatchRequest__Output as _svc_v1_WatchRequest__Output } from './svc/v1/WatchRequest.js';
 import type { WriteResult as _svc_v1_WriteResult, WriteResult__Output as _svc_v1_WriteResult__Output } from './svc/v1/WriteResult.js';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
@@ -63,6 +69,12 @@ export interface ProtoGrpcType {
       QueryResult: MessageTypeDefinition<_svc_v1_QueryResult, _svc_v1_QueryResult__Output>
       Record: MessageTypeDefinition<_svc_v1_Record, _svc_v1_Record__Output>
       SvcService: SubtypeConstructor<typeof grpc.Client, _svc_v1_SvcServiceClient> & { service: _svc_v1_SvcServiceDefinition }
+      WatchChange: MessageTypeDefinition<_svc_v1_WatchChange, _svc_v1_WatchChange__Output>
+      WatchEnd: MessageTypeDefinition<_svc_v1_WatchEnd, _svc_v1_WatchEnd__Output>
+      WatchEvent: MessageTypeDefinition<_svc_v1_WatchEvent, _svc_v1_WatchEvent__Output>
+      WatchHeartbeat: MessageTypeDefinition<_svc_v1_WatchHeartbeat, _svc_v1_WatchHeartbeat__Output>
+      WatchOpen: MessageTypeDefinition<_svc_v1_WatchOpen, _svc_v1_WatchOpen__Output>
+      WatchRequest: MessageTypeDefinition<_svc_v1_WatchRequest, _svc_v1_WatchRequest__Output>
       WriteResult: MessageTypeDefinition<_svc_v1_WriteResult, _svc_v1_WriteResult__Output>
     }
   }

@@ -1,0 +1,13 @@
+// Original file: proto/svc/v1/svc.proto
+
+import type { Struct as _google_protobuf_Struct, Struct__Output as _google_protobuf_Struct__Output } from '../../google/protobuf/Struct.js';
+
+export interface WatchChange {
+  'id'?: (string);
+  'data'?: (_google_protobuf_Struct | null);
+}
+
+export interface WatchChange__Output {
+  'id': (string);
+  'data': (_google_protobuf_Struct__Output | null);
+}
