@@ -9,7 +9,7 @@ import { SvcError } from '../../handlers/errors.js';
 import { asSvcError, operations, type Operation } from '../../handlers/index.js';
 import { watchOperations } from '../../handlers/watch.js';
 import type { WatchStream } from '../../handlers/watch-feed.js';
-import { MCP_METHODS, MCP_PATH, mountMcp, type McpOptions } from '../mcp/server.js';
+import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } from '../mcp/server.js';
 import { runRequest, type AppServices } from '../request.js';
 import { readBody } from './body.js';
 import { requestIdFrom, requestMeta, type AppEnv, type PeerAddress } from './env.js';
@@ -64,6 +64,7 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
   }
   mountMcp(app, s, peer, opts.mcp);
   for (const m of MCP_METHODS) route(m, MCP_PATH);
+  for (const m of MCP_METHODS) route(m, MCP_SESSION_PATH);
   route('GET', '/readyz');
   route('GET', '/healthz');
 
