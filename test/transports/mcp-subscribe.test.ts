@@ -336,6 +336,63 @@ describe('sessions', () => {
     await a.transport.terminateSession();
   });
 
+  test('a change while no GET stream is open is owed: the stream, once opened, starts with its notification', async () => {
+    const id = fresh();
+    const uri = `kslate://records/incident/${id}`;
+    await put(`incident/${id}`, 'title', 't', 0, g);
+    const base = { authorization: `Bearer ${KEYS.alice}` };
+    const init = await rawPost(`${g.url}/mcp/session`, INITIALIZE, base);
+    expect(init.status).toBe(200);
+    const sid = init.headers.get('mcp-session-id')!;
+    expect(sid).toBeTruthy();
+    expect((await init.json()).result.capabilities.resources).toEqual({ subscribe: true });
+    const headers = { ...base, 'mcp-session-id': sid, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
+    expect((await rawPost(`${g.url}/mcp/session`, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status).toBe(202);
+    const sub = await rawPost(`${g.url}/mcp/session`, { jsonrpc: '2.0', id: 2, method: 'resources/subscribe', params: { uri } }, headers);
+    expect(await sub.json()).toMatchObject({ id: 2, result: {} });
+    await put(`incident/${id}`, 'title', 't2', 1, g);
+    await quiet(200); // the change reaches the session before any stream is open
+
+    const ac = new AbortController();
+    const get = await fetch(`${g.url}/mcp/session`, { headers: { ...headers, accept: 'text/event-stream' }, signal: ac.signal });
+    expect(get.status).toBe(200);
+    expect(get.headers.get('content-type')).toContain('text/event-stream');
+    const reader = get.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    while (!text.includes('\n\n')) text += (await reader.read()).value ?? '';
+    const data = JSON.parse(/^data: (.*)$/m.exec(text)![1]);
+    expect(data).toEqual({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
+    // Only one GET stream per session (the SDK's 409).
+    const second = await fetch(`${g.url}/mcp/session`, { headers: { ...headers, accept: 'text/event-stream' } });
+    expect(second.status).toBe(409);
+    ac.abort();
+    await fetch(`${g.url}/mcp/session`, { method: 'DELETE', headers });
+    await waitFor(() => hub(g).open === 0, 5_000, () => 'the watch to end');
+  });
+
+  test('a subscriber removed from the class’s roles loses the subscription (its watch ends revoked)', async () => {
+    const id = fresh();
+    const uri = `kslate://records/incident/${id}`;
+    await put(`incident/${id}`, 'title', 't', 0, g);
+    const bob = await connect('bob', { url: g.url });
+    await bob.client.subscribeResource({ uri });
+    expect(hub(g).open).toBe(1);
+    const without = { ...incident, spec: { ...incident.spec, roles: { responder: incident.spec.roles.responder } } };
+    g.writeClasses([without]);
+    try {
+      await g.gw.services.reconcileOnce();
+      await quiet(1_100); // the watch re-reads roles at most once a second
+      await put(`incident/${id}`, 'title', 'hidden now', 1, g);
+      await waitFor(() => hub(g).open === 0, 5_000, () => 'the revoked watch to end');
+      await quiet(200);
+      expect(bob.updated).toEqual([]);
+    } finally {
+      g.writeClasses([incident]);
+      await g.gw.services.reconcileOnce();
+    }
+    await bob.transport.terminateSession();
+  });
+
   test('shutdown ends every session at once: GET streams close, watches stop, the drain does not wait for them', async () => {
     const g2 = await startTestGateway([incident], { db: t.db, log: quietLog, extraArgs: ['--watch-poll-interval', '20ms'] });
     try {
