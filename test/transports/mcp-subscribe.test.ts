@@ -7,6 +7,7 @@
  * handler's read scope decides what notifies; refusals are resources/read's; sessions and
  * subscriptions are capped and freed; /mcp stays stateless.
  */
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION, McpError, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -409,4 +410,56 @@ describe('sessions', () => {
       await g2.close().catch(() => undefined);
     }
   });
+});
+
+describe('a slow client', () => {
+  test('a client that leaves notifications untaken for --mcp-session-idle loses its session and subscriptions; notifications are coalesced meanwhile', async () => {
+    const ended: unknown[] = [];
+    const log = { ...quietLog, info: (msg: string, fields?: unknown) => void (msg === 'mcp session ended' && ended.push(fields)) };
+    const g = await startTestGateway([incident], {
+      db: t.db,
+      log,
+      extraArgs: ['--watch-poll-interval', '20ms', '--watch-max-streams', '2000', '--mcp-max-subscriptions', '1000', '--mcp-session-idle', '1s', '--max-conns', '4096'],
+    });
+    let res: IncomingMessage | undefined;
+    try {
+      const id = fresh();
+      await put(`incident/${id}`, 'title', 't', 0, g);
+      const base = { authorization: `Bearer ${KEYS.alice}` };
+      const init = await rawPost(`${g.url}/mcp/session`, INITIALIZE, base);
+      const sid = init.headers.get('mcp-session-id')!;
+      const headers = { ...base, 'mcp-session-id': sid, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
+      // 1000 distinct uris of the same record, about 8 KiB each (?fields= a different mix of
+      // title and notes, repeated; get accepts repeats): one write makes about 8 MB of
+      // notifications, more than the socket buffers of a client that does not read hold.
+      const N = 1000;
+      const mix = (i: number) => Array.from({ length: 1300 }, (_, k) => ((i >> (k % 10)) & 1 ? 'title' : 'notes')).join(',');
+      const subscribe = async (i: number) => {
+        const uri = `kslate://records/incident/${id}?fields=${mix(i)}`;
+        const r = await rawPost(`${g.url}/mcp/session`, { jsonrpc: '2.0', id: 10 + i, method: 'resources/subscribe', params: { uri } }, headers);
+        expect((await r.json()).result, uri.slice(0, 80)).toEqual({});
+      };
+      for (let i = 0; i < N; i += 25) await Promise.all(Array.from({ length: 25 }, (_, k) => subscribe(i + k)));
+      expect(hub(g).open).toBe(N);
+      // A GET stream whose client reads nothing.
+      const url = new URL(`${g.url}/mcp/session`);
+      res = await new Promise<IncomingMessage>((resolve, reject) => {
+        const req = httpRequest(url, { headers: { ...headers, accept: 'text/event-stream' } }, resolve);
+        req.on('error', reject);
+        req.end();
+      });
+      expect(res.statusCode).toBe(200);
+      res.pause();
+      await put(`incident/${id}`, 'title', 't2', 1, g);
+      // More changes while notifications wait: coalesced, nothing more is queued.
+      await put(`incident/${id}`, 'title', 't3', 2, g);
+      await waitFor(() => hub(g).open === 0, 15_000, () => `the slow session to end (open watches: ${hub(g).open})`);
+      expect(ended).toEqual([{ reason: 'slow', author: 'apikey:alice', subscriptions: N }]);
+      const after = await rawPost(`${g.url}/mcp/session`, { jsonrpc: '2.0', id: 2, method: 'resources/list', params: {} }, headers);
+      expect(after.status).toBe(404);
+    } finally {
+      res?.destroy();
+      await g.close().catch(() => undefined);
+    }
+  }, 60_000);
 });
