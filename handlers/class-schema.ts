@@ -122,13 +122,13 @@ function plain<S extends v.BaseSchema<any, unknown, v.BaseIssue<unknown>>>(schem
 }
 
 const Bool = v.boolean('must be true or false');
-const StrengthSchema = v.picklist(STRENGTHS, oneOf(STRENGTHS));
+export const StrengthSchema = v.picklist(STRENGTHS, oneOf(STRENGTHS));
 const NonEmptyString = v.pipe(v.string('must be a non-empty string'), v.minLength(1, 'must be a non-empty string'));
 const StringList = (what: string) => v.array(NonEmptyString, `must be a list of ${what}s`);
 
 const LEASE_MESSAGE = `must be a whole number of seconds from 1 to ${MAX_LEASE_SECONDS}`;
 
-const FieldSchema = v.pipe(
+export const FieldSchema = v.pipe(
   mapping({
     kind: v.picklist(KINDS, oneOf(KINDS)),
     type: v.optional(v.picklist(TYPES, oneOf(TYPES))),
@@ -167,13 +167,13 @@ const Subject = v.pipe(
   v.check((s) => subjectProblem(s) === null, (issue) => subjectProblem(issue.input as string) ?? 'is not a valid subject'),
 );
 
-const RoleSchema = mapping({
+export const RoleSchema = mapping({
   subjects: v.array(Subject, 'must be a list of subjects such as apikey:alice or k8s-sa:team-a/responder'),
   read: v.optional(StringList('field name'), () => []),
   write: v.optional(StringList('field name'), () => []),
 });
 
-const CheckpointSchema = mapping({
+export const CheckpointSchema = mapping({
   sections: v.optional(StringList('section name')),
   requiredForResolve: v.optional(StringList('role name')),
 });

@@ -1,4 +1,5 @@
 /** history: GET /v1/records/{class}/{id}/history?field=&limit=N&before=<cursor>; gRPC History; MCP resource kslate://records/{class}/{id}/history. */
+import * as v from 'valibot';
 import type { HistoryRow } from '../db/port.js';
 import type { Ctx } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
@@ -20,6 +21,25 @@ export interface HistoryInput {
 export const HISTORY_LIMIT_DEFAULT = 1000;
 export const HISTORY_LIMIT_MAX = 10_000;
 
+/**
+ * The query parameters history takes; the handler refuses every other name and judges the
+ * values itself, in its order. The schema is what the OpenAPI document shows.
+ */
+export const historyParams = v.strictObject({
+  field: v.optional(v.pipe(v.string(), v.description('Only the rows of this field (it must be one your role may read).'))),
+  limit: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.maxValue(HISTORY_LIMIT_MAX),
+      v.description(`Rows per page, newest first (default ${HISTORY_LIMIT_DEFAULT}).`),
+    ),
+  ),
+  before: v.optional(v.pipe(v.string(), v.description('The next_before of the previous page (bound to this record and `field`).'))),
+});
+const HISTORY_PARAMS = Object.keys(historyParams.entries);
+
 export async function history(ctx: Ctx, input: HistoryInput): Promise<Outcome> {
   const access = await authorize(ctx, input.class, 'read', input.id);
   checkRecordId(access, input.id);
@@ -35,7 +55,7 @@ export async function history(ctx: Ctx, input: HistoryInput): Promise<Outcome> {
   }
 
   await checkScopeOwner(ctx, access, input.field ?? null); // 10
-  checkParams(input.params, ['field', 'limit', 'before'], where, 'history');
+  checkParams(input.params, HISTORY_PARAMS, where, 'history');
 
   const limit = parseLimit(input.limit, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, where);
   // The cursor is bound to this record and field filter, so it cannot page another one.

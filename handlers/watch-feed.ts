@@ -22,8 +22,11 @@ export type FeedItem =
   | { type: 'change'; row: ChangeRow }
   /** Nothing happened for the heartbeat interval. */
   | { type: 'heartbeat' }
-  /** The subscription ended: `slow` (its queue overflowed), `shutdown` (the process stops), `closed` (by `close`). */
-  | { type: 'end'; reason: 'slow' | 'shutdown' | 'closed' };
+  /**
+   * The subscription ended: `slow` (its queue overflowed), `shutdown` (the process stops),
+   * `closed` (by `close`), `recreated` (a record's: it expired and was written again).
+   */
+  | { type: 'end'; reason: 'slow' | 'shutdown' | 'closed' | 'recreated' };
 
 export interface Subscription {
   /** A class subscription: the position it starts after (`after`, or now). */
@@ -33,7 +36,7 @@ export interface Subscription {
   /** Stop: the client went away. Idempotent. */
   close(): void;
   /** Settles when the subscription ends, with why: a transport blocked on a slow client aborts then. */
-  readonly ended: Promise<'slow' | 'shutdown' | 'closed'>;
+  readonly ended: Promise<'slow' | 'shutdown' | 'closed' | 'recreated'>;
 }
 
 export interface WatchFeed {
@@ -59,12 +62,12 @@ export type WatchItem =
   | { type: 'change'; id: string; data: Record<string, unknown> }
   | { type: 'heartbeat' }
   /** The last item: why the stream ends and what the client should do. */
-  | { type: 'end'; reason: 'slow' | 'shutdown' | 'revoked'; message: string };
+  | { type: 'end'; reason: 'slow' | 'shutdown' | 'revoked' | 'recreated'; message: string };
 
 export interface WatchStream {
   items: AsyncIterable<WatchItem>;
   /** Stop (the client went away). Idempotent. */
   close(): void;
-  /** Settles when the stream ends; `slow` and `shutdown` mean the transport should stop writing soon. */
-  readonly ended: Promise<'slow' | 'shutdown' | 'closed'>;
+  /** Settles when the stream ends; any reason but `closed` means the transport should stop writing soon. */
+  readonly ended: Promise<'slow' | 'shutdown' | 'closed' | 'recreated'>;
 }

@@ -12,6 +12,7 @@
  * The read scope is applied here, per change, with the pipeline's own rules: a change of a
  * field the caller's role may not read is left out, premises on such fields too.
  */
+import * as v from 'valibot';
 import type { ChangeRow, LogPosition } from '../db/port.js';
 import type { Ctx } from './context.js';
 import { decodeWatchCursor, encodeWatchCursor } from './cursor.js';
@@ -39,6 +40,23 @@ export interface WatchClassInput {
   params?: readonly string[];
 }
 
+/** The query parameters of each watch (the handler refuses others; the OpenAPI document shows these). */
+export const watchRecordParams = v.strictObject({
+  from_record_version: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(0),
+      v.description('Send every applied change with a higher record_version first (default: the current version). Last-Event-ID wins over it.'),
+    ),
+  ),
+});
+export const watchClassParams = v.strictObject({
+  from: v.optional(
+    v.pipe(v.string(), v.description('A cursor: the id of an event of this class watch; resume right after it (default: now). Last-Event-ID wins over it.')),
+  ),
+});
+
 /** How often a stream re-reads the caller's roles (the class cache refreshes once a second). */
 const ROLE_RECHECK_MS = 1_000;
 
@@ -59,7 +77,7 @@ export async function watchRecord(ctx: Ctx, input: WatchRecordInput): Promise<Ou
   checkRecordId(access, input.id); // 5
   const where = { record: access.record };
   await checkScopeOwner(ctx, access, null); // 10
-  checkParams(input.params, ['from_record_version'], where, 'watch');
+  checkParams(input.params, Object.keys(watchRecordParams.entries), where, 'watch');
   const raw = input.last_event_id ?? input.from_record_version;
   const name = input.last_event_id !== undefined ? 'Last-Event-ID' : 'from_record_version';
   let after: number;
@@ -86,7 +104,7 @@ export async function watchClass(ctx: Ctx, input: WatchClassInput): Promise<Outc
   const access = await authorize(ctx, input.class, 'read'); // 2–3
   const where = { class: input.class };
   await checkScopeOwner(ctx, access, null); // 10
-  checkParams(input.params, ['from'], where, 'watch');
+  checkParams(input.params, Object.keys(watchClassParams.entries), where, 'watch');
   const key = await ctx.cursorKey();
   const token = input.last_event_id ?? input.from;
   let after: LogPosition | null = null;
@@ -128,6 +146,8 @@ const END_MESSAGES = {
   slow: 'The stream fell too far behind (the client did not read fast enough) and was closed; reconnect with your last event id.',
   shutdown: 'The gateway is shutting down; reconnect (to another replica) with your last event id.',
   revoked: 'Your role in the class no longer allows this watch; the stream is closed.',
+  recreated:
+    'The record expired and was written again: a new record under the same id, whose record_version starts at 1; reconnect with from_record_version=0.',
 } as const;
 
 /** The rendered stream: the open item, then each change the caller may read, heartbeats, and an end. */

@@ -62,6 +62,8 @@ class Sub implements Subscription {
   /** class: the last position delivered; record: the last record_version delivered. */
   lastPos: LogPosition | null = null;
   lastRv = 0;
+  /** record: the history id of the last change delivered (ids rise with a record's versions). */
+  lastId = 0;
   /** `catchup` until its own reads reach the hub's position (or fill a gap), then `live`. */
   mode: 'catchup' | 'live' = 'catchup';
   /** class: the hub's position when it subscribed, where its own reads stop. */
@@ -72,17 +74,17 @@ class Sub implements Subscription {
   /** How often the buffer overflowed and was dropped (a record's reads then go on once more). */
   dropped = 0;
   bytes = 0;
-  reason: 'slow' | 'shutdown' | 'closed' | null = null;
+  reason: 'slow' | 'shutdown' | 'closed' | 'recreated' | null = null;
   private wake: (() => void) | null = null;
-  private settle!: (reason: 'slow' | 'shutdown' | 'closed') => void;
-  readonly ended$ = new Promise<'slow' | 'shutdown' | 'closed'>((r) => (this.settle = r));
+  private settle!: (reason: 'slow' | 'shutdown' | 'closed' | 'recreated') => void;
+  readonly ended$ = new Promise<'slow' | 'shutdown' | 'closed' | 'recreated'>((r) => (this.settle = r));
 
   constructor(
     readonly hub: ChangeHub,
     readonly from: WatchFrom,
   ) {}
 
-  get ended(): Promise<'slow' | 'shutdown' | 'closed'> {
+  get ended(): Promise<'slow' | 'shutdown' | 'closed' | 'recreated'> {
     return this.ended$;
   }
 
@@ -127,13 +129,19 @@ class Sub implements Subscription {
    */
   private accept(row: ChangeRow): boolean {
     if (this.from.kind === 'record') {
-      if (row.record_version <= this.lastRv) return false;
+      if (row.record_version <= this.lastRv) {
+        // A newer row at an old version: the record expired and was written again, a new
+        // record whose versions start at 1; this stream's ids no longer name its changes.
+        if (this.lastId > 0 && row.id > this.lastId) this.end('recreated');
+        return false;
+      }
       if (row.record_version > this.lastRv + 1) {
         this.mode = 'catchup';
         this.buffer.push(row);
         return true;
       }
       this.lastRv = row.record_version;
+      this.lastId = row.id;
     } else {
       if (this.lastPos && comparePos(posOf(row), this.lastPos) <= 0) return false;
       this.lastPos = posOf(row);
@@ -148,7 +156,7 @@ class Sub implements Subscription {
     w?.();
   }
 
-  end(reason: 'slow' | 'shutdown' | 'closed'): void {
+  end(reason: 'slow' | 'shutdown' | 'closed' | 'recreated'): void {
     if (this.reason) return;
     this.reason = reason;
     this.settle(reason);
@@ -195,15 +203,21 @@ class Sub implements Subscription {
     const dropped = this.dropped;
     let rows: ChangeRow[];
     if (this.from.kind === 'record') {
-      rows = await this.hub.log.readRecordChanges(this.from.class, this.from.rid, this.lastRv, { limit: batch, maxBytes: batchBytes });
+      // The first read also takes the row at the start version, only for its id (see accept).
+      const learn = this.lastId === 0 && this.lastRv > 0;
+      rows = await this.hub.log.readRecordChanges(this.from.class, this.from.rid, this.lastRv - (learn ? 1 : 0), { limit: batch, maxBytes: batchBytes });
+      if (learn && rows[0]?.record_version === this.lastRv) this.lastId = rows.shift()!.id;
+      else if (learn) this.lastId = -1; // nothing at that version (yet): nothing to learn
     } else {
       const read = await this.hub.log.readLog([this.from.class], this.lastPos!, { upTo: this.target, limit: batch, maxBytes: batchBytes });
       rows = read.rows;
     }
     if (this.reason) return;
     for (const r of rows) {
-      if (this.from.kind === 'record') this.lastRv = r.record_version;
-      else this.lastPos = posOf(r);
+      if (this.from.kind === 'record') {
+        this.lastRv = r.record_version;
+        this.lastId = r.id;
+      } else this.lastPos = posOf(r);
       this.queue.push(r);
       this.bytes += r.bytes;
     }

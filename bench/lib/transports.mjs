@@ -169,15 +169,7 @@ export async function mcpWireScenario(ctx, httpPut) {
 export async function grpcWireScenario(ctx, httpPut) {
   const { cfg, versions, say, root } = ctx;
   const c = cfg.levels[cfg.levels.length - 1];
-  const loader = await import('@grpc/proto-loader');
-  const def = loader.loadSync(join(root, 'proto', 'svc', 'v1', 'svc.proto'), {
-    includeDirs: [join(root, 'proto')],
-    keepCase: true,
-    longs: Number,
-    enums: String,
-    defaults: false,
-    oneofs: true,
-  });
+  const def = await loadSvcProto(root);
   const svc = def['svc.v1.SvcService'];
   const sessions = [];
   for (let i = 0; i < c; i++) {
@@ -239,6 +231,19 @@ export async function grpcWireScenario(ctx, httpPut) {
   }
 }
 
+/** svc.proto as proto-loader's package definition, with the options the gateway uses. */
+async function loadSvcProto(root) {
+  const loader = await import('@grpc/proto-loader');
+  return loader.loadSync(join(root, 'proto', 'svc', 'v1', 'svc.proto'), {
+    includeDirs: [join(root, 'proto')],
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    defaults: false,
+    oneofs: true,
+  });
+}
+
 /** A JSON value as google.protobuf.Value (proto-loader object form). */
 function toValue(x) {
   if (x === null || x === undefined) return { nullValue: 'NULL_VALUE' };
@@ -253,15 +258,7 @@ export async function grpcScenario(ctx, httpPut) {
   const { cfg, versions, say, root } = ctx;
   const c = cfg.levels[cfg.levels.length - 1];
   const grpc = await import('@grpc/grpc-js');
-  const loader = await import('@grpc/proto-loader');
-  const def = loader.loadSync(join(root, 'proto', 'svc', 'v1', 'svc.proto'), {
-    includeDirs: [join(root, 'proto')],
-    keepCase: true,
-    longs: Number,
-    enums: String,
-    defaults: false,
-    oneofs: true,
-  });
+  const def = await loadSvcProto(root);
   const Svc = grpc.loadPackageDefinition(def).svc.v1.SvcService;
   const clients = [];
   for (let i = 0; i < c; i++) {

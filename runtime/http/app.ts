@@ -3,6 +3,7 @@
  * handler input and the outcome or error back into JSON. No rule lives here.
  */
 import { Hono, type Context } from 'hono';
+import { etag } from 'hono/etag';
 import { streamSSE } from 'hono/streaming';
 import type { RawBody } from '../../handlers/body.js';
 import { SvcError } from '../../handlers/errors.js';
@@ -13,6 +14,7 @@ import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } fr
 import { runRequest, type AppServices } from '../request.js';
 import { readBody } from './body.js';
 import { requestIdFrom, requestMeta, type AppEnv, type PeerAddress } from './env.js';
+import { OPENAPI_PATH, serveOpenApi } from './openapi.js';
 
 /**
  * The HTTP/JSON and MCP app over any runtime's services; `peer` gives the client's address,
@@ -67,6 +69,9 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
   for (const m of MCP_METHODS) route(m, MCP_SESSION_PATH);
   route('GET', '/readyz');
   route('GET', '/healthz');
+  // The API's OpenAPI document: no credential (the same for every caller), cached with an ETag.
+  app.get(OPENAPI_PATH, etag(), serveOpenApi);
+  route('GET', OPENAPI_PATH);
 
   // A known path with another method: 405 with Allow (registered last, so it runs only
   // when no route of the path took the method).

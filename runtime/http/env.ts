@@ -14,7 +14,7 @@ export type AppEnv = {
   };
 };
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+export const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The request id to use: a well-formed incoming X-Request-Id (so a proxy's id carries through), else a new one. */
 export function requestIdFrom(header: string | undefined, fresh: () => string): string {

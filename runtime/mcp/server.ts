@@ -182,13 +182,24 @@ async function serveMcp(c: Context<AppEnv>, s: AppServices, identity: Identity, 
     enableJsonResponse: true,
     maxRequestBodySize: MAX_MCP_BODY_BYTES,
   });
+  // Only a server that closed cleanly serves again (a connected one would refuse the next
+  // transport). The close comes on a later turn, after the answer is handed back: the SDK
+  // forgets a request's abort controller in a `finally` that runs after the response is
+  // sent, and closing before that aborts it, building a DOMException (its stack trace) per
+  // call. Until it is closed the server is in no one's hands, so nothing else can use it.
+  const closeLater = () =>
+    setTimeout(() => {
+      pooled.server.close().then(
+        () => servers.release(pooled),
+        () => undefined,
+      );
+    }, 0);
   try {
     await pooled.server.connect(transport);
     // In JSON mode this resolves once every request of the message has its response.
     return await transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
   } finally {
-    // Only a server that closed cleanly serves again (a connected one would refuse the next transport).
-    if (await pooled.server.close().then(() => true, () => false)) servers.release(pooled);
+    closeLater();
   }
 }
 

@@ -21,8 +21,10 @@ afterAll(async () => {
 
 it('an uncaught exception and an unhandled rejection are logged; the gateway keeps answering', async () => {
   const [port, metricsPort] = [await freePort(), await freePort()];
+  // The faults fire on SIGUSR2, sent once the gateway listens (and so has its guard): a fixed
+  // delay after the process started raced a slow start on a loaded machine.
   const fault = encodeURIComponent(
-    "setTimeout(() => { throw new Error('fault-from-a-socket-handler') }, 1500); setTimeout(() => { Promise.reject(new Error('fault-in-a-promise')) }, 1600);",
+    "process.on('SIGUSR2', () => { setTimeout(() => { throw new Error('fault-from-a-socket-handler') }, 0); setTimeout(() => { Promise.reject(new Error('fault-in-a-promise')) }, 10); });",
   );
   const served = await start(
     [
@@ -36,7 +38,12 @@ it('an uncaught exception and an unhandled rejection are logged; the gateway kee
     ],
     cleanEnv({ NODE_OPTIONS: `--import=data:text/javascript,${fault}` }),
   );
-  await new Promise((r) => setTimeout(r, 2500));
+  served.child.kill('SIGUSR2');
+  const out0 = () => served.stdout() + served.stderr();
+  for (let i = 0; i < 200 && !(/fault-in-a-promise/.test(out0()) && /fault-from-a-socket-handler/.test(out0())); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await new Promise((r) => setTimeout(r, 200));
   expect(served.child.exitCode).toBeNull();
   const res = await fetch(`http://127.0.0.1:${port}/v1/classes`, { headers: { authorization: 'Bearer alice-dev-key' } });
   expect(res.status).toBe(200);

@@ -6,6 +6,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { apiDocument } from '../../runtime/http/openapi.js';
+import { eventDataValidator } from '../openapi/check.js';
 import { openWatch, type Watch } from './sse.js';
 
 let t: TestGateway;
@@ -196,4 +198,11 @@ describe('the retained window', () => {
       await short.close();
     }
   });
+});
+
+test('every event data of this file validates against the OpenAPI document (x-event-data)', () => {
+  const valid = eventDataValidator(apiDocument(), 'GET', '/v1/classes/{class}/watch');
+  const events = open.flatMap((w) => w.events);
+  expect(events.length).toBeGreaterThan(20);
+  for (const e of events) expect(valid(e.data), JSON.stringify(e)).toBeNull();
 });

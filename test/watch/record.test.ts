@@ -4,14 +4,26 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
-import { startTestGateway, TS, type TestGateway } from '../setup/gateway.js';
+import { startTestGateway, TS, type ClassInput, type TestGateway } from '../setup/gateway.js';
+import { apiDocument } from '../../runtime/http/openapi.js';
+import { eventDataValidator } from '../openapi/check.js';
 import { openWatch, type Watch } from './sse.js';
 
 let t: TestGateway;
 const open: Watch[] = [];
 
+/** Records that expire a second after their last write. */
+const brief: ClassInput = {
+  name: 'brief',
+  spec: {
+    ttl: '1s',
+    fields: { title: { kind: 'versioned', type: 'string' } },
+    roles: { writer: { subjects: ['apikey:alice'], read: ['*'], write: ['*'] } },
+  },
+};
+
 beforeAll(async () => {
-  t = await startTestGateway([incident], { extraArgs: ['--watch-poll-interval', '20ms', '--watch-heartbeat', '300ms'] });
+  t = await startTestGateway([incident, brief], { extraArgs: ['--watch-poll-interval', '20ms', '--watch-heartbeat', '300ms'] });
 });
 afterAll(async () => {
   for (const w of open) w.close();
@@ -159,4 +171,33 @@ describe('per-record watch', () => {
     const post = await t.call('alice', 'POST', '/v1/records/incident/w7/watch');
     expect(post.status).toBe(405);
   });
+
+  test('a record that expires and is written again ends its stream (recreated): the new record restarts at record_version 1', async () => {
+    const at = (v: number) => t.call('alice', 'PUT', '/v1/records/brief/x/fields/title', { value: `v${v}`, expected_version: v });
+    expect((await at(0)).status).toBe(201);
+    expect((await at(1)).status).toBe(200);
+    const w = await watch('alice', '/v1/records/brief/x/watch');
+    expect(await w.next()).toMatchObject({ event: 'open', id: '2' });
+    await new Promise((r) => setTimeout(r, 1_300));
+    const swept = await t.gw.services.sweepOnce();
+    expect(swept.expired?.records).toBe(1);
+    const again = await at(0);
+    expect(again.status).toBe(201);
+    expect(again.body.record_version).toBe(1);
+    await w.ended();
+    expect(w.events.map((e) => e.event)).toEqual(['open', 'end']);
+    expect(w.events[1].data).toMatchObject({ reason: 'recreated' });
+    expect(w.events[1].data.message).toContain('from_record_version=0');
+    // Reconnecting from 0 shows the new record's changes.
+    const r = await watch('alice', '/v1/records/brief/x/watch?from_record_version=0');
+    const got = await r.until(2);
+    expect(got[1].data).toMatchObject({ value: 'v0', record_version: 1 });
+  });
+});
+
+test('every event data of this file validates against the OpenAPI document (x-event-data)', () => {
+  const valid = eventDataValidator(apiDocument(), 'GET', '/v1/records/{class}/{id}/watch');
+  const events = open.flatMap((w) => w.events);
+  expect(events.length).toBeGreaterThan(20);
+  for (const e of events) expect(valid(e.data), JSON.stringify(e)).toBeNull();
 });

@@ -63,6 +63,7 @@ const SCENARIO: [name: string, call: Call][] = [
   ['400 MALFORMED type', ['alice', 'PUT', `${R}/fields/severity`, { value: 'high', expected_version: 0 }]],
   ['405', ['alice', 'DELETE', '/v1/classes']],
   ['422 EVIDENCE_REQUIRED', ['alice', 'POST', `${R}/fields/notes/entries`, { entry: { text: 'no source' } }]],
+  ['OpenAPI document, no credential', [null, 'GET', '/v1/openapi.json']],
 ];
 
 /** What SCENARIO answers, step by step. */
@@ -70,6 +71,7 @@ const EXPECTED = [
   '200', '200', '200', '200', '201', '200', '409 STALE', '200', '200', '200', '409 HELD', '200', '200', '200', '200', '201',
   '200', '200', '200', '401 UNAUTHENTICATED', '401 UNAUTHENTICATED', '403 NO_ROLE', '403 SCOPE_DENIED', '404 NOT_FOUND',
   '404 NOT_FOUND', '404 NOT_FOUND', '400 MALFORMED', '400 MALFORMED', '405 METHOD_NOT_ALLOWED', '422 EVIDENCE_REQUIRED',
+  '200',
 ];
 
 const TS_RE = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)/g;
