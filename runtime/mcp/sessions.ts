@@ -335,7 +335,7 @@ class Session {
   /** Reads a subscription's watch: one notification per visible change; restarts or ends it as the watch ends. */
   private async pump(sub: Subscription): Promise<void> {
     for (;;) {
-      let reason: 'slow' | 'shutdown' | 'revoked' | 'error' | 'closed' = 'closed';
+      let reason: 'slow' | 'shutdown' | 'revoked' | 'recreated' | 'error' | 'closed' = 'closed';
       try {
         for await (const item of sub.stream.items) {
           if (sub.ended) break;
@@ -365,6 +365,9 @@ class Session {
       }
       // slow (the watch fell behind) or a read error: the client re-reads once, and the watch
       // resumes after the last record_version it reached, so no change goes unnotified.
+      // recreated (the record expired and was written again, its versions restart at 1): the
+      // resource changed; the watch follows the new record from its first version.
+      if (reason === 'recreated') sub.after = 0;
       this.notify(sub.uri);
       await new Promise((r) => setTimeout(r, reason === 'error' ? 1_000 : 0));
       if (sub.ended || this.closed) return;

@@ -13,7 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { LATEST_PROTOCOL_VERSION, McpError, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
-import { KEYS, quietLog, startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { KEYS, quietLog, startTestGateway, type ClassInput, type TestGateway } from '../setup/gateway.js';
 import { waitFor } from '../watch/sse.js';
 
 let t: TestGateway;
@@ -408,6 +408,41 @@ describe('sessions', () => {
       expect(hub(g2).open).toBe(0);
     } finally {
       await g2.close().catch(() => undefined);
+    }
+  });
+});
+
+describe('a record that expires and is written again', () => {
+  test('notifies, and the subscription follows the new record', async () => {
+    const brief = {
+      name: 'brief',
+      spec: { ttl: '1s', fields: { title: { kind: 'versioned', type: 'string' } }, roles: { writer: { subjects: ['apikey:alice'], read: ['*'], write: ['*'] } } },
+    } as ClassInput;
+    const g = await startTestGateway([incident, brief], { log: quietLog, extraArgs: ['--watch-poll-interval', '20ms'] });
+    try {
+      const at = async (v: number) => {
+        const r = await g.call('alice', 'PUT', '/v1/records/brief/x/fields/title', { value: `v${v}`, expected_version: v });
+        expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
+        return r.body;
+      };
+      await at(0);
+      await at(1);
+      const uri = 'kslate://records/brief/x';
+      const alice = await connect('alice', { url: g.url });
+      await alice.client.subscribeResource({ uri });
+      await quiet(1_300);
+      expect((await g.gw.services.sweepOnce()).expired?.records).toBe(1);
+      expect((await at(0)).record_version).toBe(1);
+      await waitFor(() => alice.updated.length > 0, 10_000, () => 'the notification of the new record');
+      expect((await read(alice.client, uri)).fields.title).toMatchObject({ value: 'v0', version: 1 });
+      // The new record's next change notifies too: the watch follows it.
+      alice.updated.length = 0;
+      await at(1);
+      await waitFor(() => alice.updated.length > 0, 10_000, () => 'the notification of the next change');
+      expect(hub(g).open).toBe(1);
+      await alice.client.close();
+    } finally {
+      await g.close();
     }
   });
 });
