@@ -104,6 +104,10 @@ export const HEADERS = {
   Allow: { description: 'The methods the path takes.', schema: { type: 'string' } },
   'Cache-Control': { description: 'How long the answer may be cached.', schema: { type: 'string' } },
   ETag: { description: 'A validator of this answer; send it in If-None-Match to get 304 while it has not changed.', schema: { type: 'string' } },
+  'Mcp-Session-Id': {
+    description: 'The MCP session opened by initialize on /mcp/session: send it on every later request of the session (docs/mcp.md, Subscriptions).',
+    schema: { type: 'string' },
+  },
 } as const;
 
 // ---- the operations of the table --------------------------------------------------------------

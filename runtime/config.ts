@@ -51,6 +51,10 @@ export interface Config {
   watchMaxStreams: number;
   watchQueue: number;
   watchRetentionMs: number;
+  /** MCP sessions for resource subscriptions (docs/mcp.md, "Subscriptions"): per-process and per-session caps, idle expiry. */
+  mcpMaxSessions: number;
+  mcpMaxSubscriptions: number;
+  mcpSessionIdleMs: number;
 }
 
 /** The log levels --log-level accepts. */
@@ -124,6 +128,17 @@ export const FLAGS: Record<string, FlagSpec> = {
     env: 'KSLATE_WATCH_RETENTION',
     help: 'how far back a class watch cursor may resume; older answers 410 EXPIRED',
     default: '1h',
+  },
+  'mcp-max-sessions': {
+    env: 'KSLATE_MCP_MAX_SESSIONS',
+    help: 'MCP sessions (/mcp/session, for resource subscriptions) per gateway; beyond it an initialize answers 503 UNAVAILABLE',
+    default: '256',
+  },
+  'mcp-max-subscriptions': { env: 'KSLATE_MCP_MAX_SUBSCRIPTIONS', help: 'resource subscriptions per MCP session', default: '64' },
+  'mcp-session-idle': {
+    env: 'KSLATE_MCP_SESSION_IDLE',
+    help: 'an MCP session without its GET stream and without requests, or leaving a notification untaken, ends after this',
+    default: '60s',
   },
   'data-dir': { env: 'KSLATE_DATA_DIR', help: 'dev only: where the embedded PostgreSQL keeps its data', default: '.kslate' },
   'dev-pg-port': { env: 'KSLATE_DEV_PG_PORT', help: "dev only: the embedded PostgreSQL's port", default: '54329' },
@@ -248,5 +263,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     watchMaxStreams: int('watch-max-streams', 1, 1_000_000),
     watchQueue: int('watch-queue', 1, 1_000_000),
     watchRetentionMs: duration('watch-retention', '1h'),
+    mcpMaxSessions: int('mcp-max-sessions', 1, 1_000_000),
+    mcpMaxSubscriptions: int('mcp-max-subscriptions', 1, 1_000_000),
+    mcpSessionIdleMs: duration('mcp-session-idle', '60s'),
   };
 }

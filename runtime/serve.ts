@@ -12,6 +12,7 @@ import type { Logger } from '../handlers/context.js';
 import type { Config } from './config.js';
 import { startGrpc, type GrpcServer } from './grpc/server.js';
 import { createApp, healthz, readyz } from './http/app.js';
+import { McpSessions } from './mcp/sessions.js';
 import { listenHttp } from './http/listen.js';
 import { nodePeer } from './http/node-peer.js';
 import { createServices, portInUse, type Services } from './services.js';
@@ -87,9 +88,14 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
     return e;
   };
 
+  // MCP sessions (resource subscriptions, /mcp/session): held by this process, ended at shutdown.
+  const mcpSessions = new McpSessions(
+    { maxSessions: cfg.mcpMaxSessions, maxSubscriptions: cfg.mcpMaxSubscriptions, idleMs: cfg.mcpSessionIdleMs },
+    log,
+  );
   let api: { server: Server; port: number };
   try {
-    api = await listen(createApp(services, nodePeer, { mcp: NODE_MCP, ui: cfg.ui }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
+    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, sessions: mcpSessions }, ui: cfg.ui }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
   } catch (e) {
     throw await abandon(portInUse(e, cfg.listenPort, 'API port: --listen / KSLATE_LISTEN'));
   }
@@ -146,6 +152,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
     ...(grpcServer ? { grpcPort: grpcServer.port } : {}),
     async close() {
       stopSweeps();
+      mcpSessions.close();
       services.watch.close();
       await Promise.all([closeHttp(), grpcServer?.close(5_000)]);
       await services.close();
@@ -156,7 +163,9 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
       services.readiness.startDraining();
       stopSweeps();
       // Watch streams never finish by themselves: each ends now (a last `end` event), so the
-      // drain below waits only for ordinary requests; clients resume elsewhere.
+      // drain below waits only for ordinary requests; clients resume elsewhere. MCP sessions
+      // too: their GET streams close and their subscriptions stop.
+      mcpSessions.close();
       services.watch.close();
       log.info(`shutting down: draining ${inFlight.count()} in-flight requests (at most ${drainTimeoutMs / 1000}s)`);
       // gRPC refuses new calls and lets its calls in flight finish within the same budget.

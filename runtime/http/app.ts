@@ -8,7 +8,7 @@ import type { RawBody } from '../../handlers/body.js';
 import { SvcError } from '../../handlers/errors.js';
 import { asSvcError, operations, type Operation } from '../../handlers/index.js';
 import { watchOperations } from '../../handlers/watch.js';
-import { MCP_METHODS, MCP_PATH, mountMcp, type McpOptions } from '../mcp/server.js';
+import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } from '../mcp/server.js';
 import { runRequest, type AppServices } from '../request.js';
 import { readBody } from './body.js';
 import { reply } from './reply.js';
@@ -67,6 +67,7 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
   }
   mountMcp(app, s, peer, opts.mcp);
   for (const m of MCP_METHODS) route(m, MCP_PATH);
+  for (const m of MCP_METHODS) route(m, MCP_SESSION_PATH);
   route('GET', '/readyz');
   route('GET', '/healthz');
   // The API's OpenAPI document: no credential (the same for every caller), cached with an ETag.

@@ -8,7 +8,7 @@ import * as v from 'valibot';
 import type { Context } from 'hono';
 import { openApiDocument, operationRoutes, type Json, type RouteDoc } from '../../handlers/openapi.js';
 import { WATCH_ROUTES } from '../../handlers/watch-openapi.js';
-import { MCP_PATH } from '../mcp/server.js';
+import { MCP_PATH, MCP_SESSION_PATH } from '../mcp/server.js';
 import { REQUEST_ID } from './env.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
@@ -127,6 +127,64 @@ export const RUNTIME_ROUTES: RouteDoc[] = [
     description: MCP_CLOSED,
     responses: { 405: { description: 'No session to end.', schema: jsonRpcError, headers: ['Allow'] } },
     errors: [],
+  },
+  {
+    method: 'POST',
+    path: MCP_SESSION_PATH,
+    operationId: 'mcpSession',
+    tag: 'mcp',
+    summary: 'MCP with a session (resource subscriptions)',
+    description: [
+      'The MCP server of /mcp with a session per client, for resources/subscribe on record resources (docs/mcp.md, Subscriptions).',
+      'initialize (without Mcp-Session-Id) opens a session and answers its Mcp-Session-Id; every later request sends it.',
+      'The session lives on the replica that answered initialize: route this path by Mcp-Session-Id.',
+      'On Cloudflare Workers this path answers 404 NOT_FOUND.',
+    ].join(' '),
+    scope: true,
+    headers: [{ name: 'Mcp-Session-Id', description: 'The session, after initialize.' }],
+    body: { schema: jsonRpcMessage, required: true },
+    responses: {
+      200: { description: 'The JSON-RPC response (initialize: with the new Mcp-Session-Id).', schema: jsonRpcResponse, headers: ['Mcp-Session-Id'] },
+      202: { description: 'A notification or response was accepted (no body).' },
+      400: { description: 'Not a valid JSON-RPC message, larger than 4 MiB + 64 KiB, or not initialize without an Mcp-Session-Id.', schema: jsonRpcError },
+      404: { description: 'Session not found (JSON-RPC -32001): unknown, ended, on another replica or of another identity; initialize again.', schema: jsonRpcError },
+      406: { description: 'Accept does not list application/json and text/event-stream.', schema: jsonRpcError },
+      415: { description: 'Content-Type is not application/json.', schema: jsonRpcError },
+    },
+    errors: ['NOT_FOUND', 'UNAVAILABLE'],
+  },
+  {
+    method: 'GET',
+    path: MCP_SESSION_PATH,
+    operationId: 'mcpSessionStream',
+    tag: 'mcp',
+    summary: 'MCP session event stream',
+    description:
+      "The session's server-to-client stream (Accept: text/event-stream, Mcp-Session-Id): notifications/resources/updated of its subscriptions, one JSON-RPC message per event. One per session.",
+    headers: [{ name: 'Mcp-Session-Id', description: 'The session.' }],
+    responses: {
+      200: { description: 'The stream; each event is a JSON-RPC notification.', schema: jsonRpcMessage, contentType: 'text/event-stream' },
+      400: { description: 'No Mcp-Session-Id.', schema: jsonRpcError },
+      406: { description: 'Accept does not list text/event-stream.', schema: jsonRpcError },
+      404: { description: 'Session not found (JSON-RPC -32001).', schema: jsonRpcError },
+      409: { description: 'The session already has its stream open.', schema: jsonRpcError },
+    },
+    errors: ['NOT_FOUND'],
+  },
+  {
+    method: 'DELETE',
+    path: MCP_SESSION_PATH,
+    operationId: 'mcpSessionEnd',
+    tag: 'mcp',
+    summary: 'MCP session end',
+    description: 'Ends the session: its subscriptions stop and its stream closes.',
+    headers: [{ name: 'Mcp-Session-Id', description: 'The session.' }],
+    responses: {
+      200: { description: 'Ended.' },
+      400: { description: 'No Mcp-Session-Id.', schema: jsonRpcError },
+      404: { description: 'Session not found.', schema: jsonRpcError },
+    },
+    errors: ['NOT_FOUND'],
   },
 ];
 

@@ -14,7 +14,12 @@ import {
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type ServerNotification,
+  type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { Ctx } from '../../handlers/context.js';
 import { asSvcError } from '../../handlers/index.js';
@@ -30,6 +35,12 @@ import { callTool, TOOL_LIST, type ToolArgs } from './tools.js';
 export const MCP_PATH = '/mcp';
 /** The methods /mcp answers (GET and DELETE with 405 after the credential check, as the SDK's stateless example). */
 export const MCP_METHODS = ['POST', 'GET', 'DELETE'] as const;
+/**
+ * The session endpoint (docs/mcp.md, "Subscriptions"): the same MCP server with a session per
+ * client (Mcp-Session-Id) and a GET event stream, for resource subscriptions. POST, GET and
+ * DELETE all have a meaning there.
+ */
+export const MCP_SESSION_PATH = '/mcp/session';
 
 /**
  * The largest MCP POST body: a tool's arguments may carry a 4 MiB value (the HTTP body limit)
@@ -45,6 +56,26 @@ export interface McpOptions {
    * default (ajv) compiles schemas with `new Function`, which Workers forbid.
    */
   jsonSchemaValidator?: jsonSchemaValidator;
+  /**
+   * The session registry behind /mcp/session (runtime/mcp/sessions.ts). Node passes one; a
+   * runtime without a long-lived process (Workers) passes none, and /mcp/session answers
+   * 404 NOT_FOUND there, as the watch routes do.
+   */
+  sessions?: SessionEndpoint;
+}
+
+/** What serves /mcp/session: `McpSessions` (runtime/mcp/sessions.ts). */
+export interface SessionEndpoint {
+  handle(c: Context<AppEnv>, s: AppServices, identity: Identity, opts: McpOptions): Promise<Response>;
+}
+
+/** What a request handler of the MCP server receives besides the request. */
+export type McpExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** A session server's subscription handlers (runtime/mcp/sessions.ts). */
+export interface SubscriptionHandlers {
+  subscribe(uri: string, extra: McpExtra): Promise<void>;
+  unsubscribe(uri: string, extra: McpExtra): Promise<void>;
 }
 
 const SERVER_INFO = { name: 'kslate', version: '0.9.0' };
@@ -65,6 +96,18 @@ export function mountMcp(app: Hono<AppEnv>, s: AppServices, peer: PeerAddress, o
   const servers = serverPool(opts);
   app.post(MCP_PATH, (c) => withIdentity(c, s, peer, (identity) => serveMcp(c, s, identity, servers)));
   app.on(['GET', 'DELETE'], MCP_PATH, (c) => withIdentity(c, s, peer, async () => methodNotAllowed()));
+  const sessions = opts.sessions;
+  app.on([...MCP_METHODS], MCP_SESSION_PATH, (c) =>
+    withIdentity(c, s, peer, async (identity) => {
+      if (sessions && s.watch) return sessions.handle(c, s, identity, opts);
+      const err = new SvcError(
+        'NOT_FOUND',
+        'MCP sessions (resource subscriptions) are not served on this runtime (Cloudflare Workers); use /mcp, or a Node gateway (`kslate serve`) for subscriptions.',
+      );
+      c.set('errorCode', err.code);
+      return c.json(err.body(), 404);
+    }),
+  );
 }
 
 /**
@@ -128,20 +171,9 @@ function serverPool(opts: McpOptions) {
 /** One POST: a pooled server and a fresh stateless transport, answered as JSON, then closed. */
 async function serveMcp(c: Context<AppEnv>, s: AppServices, identity: Identity, servers: ReturnType<typeof serverPool>): Promise<Response> {
   const scope = c.req.header('x-svc-scope');
-  const raw = await readBody(c.req.raw, MAX_MCP_BODY_BYTES);
-  if (raw.kind === 'too-large') return tooLarge();
-  // The body is parsed once here and handed to the transport; text that is not JSON goes to
-  // the transport as the body, which answers the SDK's own parse error.
-  let parsedBody: unknown;
-  let req = c.req.raw;
-  try {
-    parsedBody = raw.kind === 'text' ? JSON.parse(raw.text) : undefined;
-  } catch {
-    parsedBody = undefined;
-  }
-  if (parsedBody === undefined) {
-    req = new Request(c.req.raw.url, { method: 'POST', headers: c.req.raw.headers, body: raw.kind === 'text' ? raw.text : '' });
-  }
+  const body = await readMcpPost(c.req.raw);
+  if (body === 'too-large') return tooLarge();
+  const { req, parsedBody } = body;
   const pooled = servers.acquire();
   // A fresh context per tool call: the handlers keep per-call trace state on it.
   pooled.newCtx = () => makeCtx(s, identity, scope, c.get('requestId'));
@@ -172,24 +204,54 @@ async function serveMcp(c: Context<AppEnv>, s: AppServices, identity: Identity, 
 }
 
 /**
+ * An MCP POST's body, read with HTTP's reader and its limit and parsed once; the transport
+ * gets the parsed body, or (text that is not JSON) a request carrying the text, on which it
+ * answers the SDK's own parse error.
+ */
+export async function readMcpPost(raw: Request): Promise<'too-large' | { req: Request; parsedBody: unknown }> {
+  const body = await readBody(raw, MAX_MCP_BODY_BYTES);
+  if (body.kind === 'too-large') return 'too-large';
+  let parsedBody: unknown;
+  try {
+    parsedBody = body.kind === 'text' ? JSON.parse(body.text) : undefined;
+  } catch {
+    parsedBody = undefined;
+  }
+  if (parsedBody !== undefined) return { req: raw, parsedBody };
+  return { req: new Request(raw.url, { method: 'POST', headers: raw.headers, body: body.kind === 'text' ? body.text : '' }), parsedBody };
+}
+
+/**
  * The low-level MCP server: JSON Schema tool listings, tool calls and resource reads
  * translated onto the operation table. Handlers are registered once per server (the pool
  * reuses it); the request's identity and scope come through `newCtx`. `resources` declares
- * neither `subscribe` nor `listChanged`: a stateless POST has no stream to notify on.
+ * `subscribe` only with `subscriptions` (a session server of /mcp/session): a stateless POST
+ * has no stream to notify on. Never `listChanged`.
  */
-export function createMcpServer(newCtx: () => Ctx, opts: McpOptions = {}): Server {
+export function createMcpServer(newCtx: (extra: McpExtra) => Ctx, opts: McpOptions = {}, subscriptions?: SubscriptionHandlers): Server {
   const server = new Server(SERVER_INFO, {
-    capabilities: { tools: {}, resources: {} },
+    // `subscribe` only where it works: a session server, whose client holds a GET stream.
+    capabilities: { tools: {}, resources: subscriptions ? { subscribe: true } : {} },
     instructions: INSTRUCTIONS,
     ...(opts.jsonSchemaValidator ? { jsonSchemaValidator: opts.jsonSchemaValidator } : {}),
   });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
-  server.setRequestHandler(CallToolRequestSchema, (req) =>
-    callTool(req.params.name, req.params.arguments as ToolArgs | undefined, newCtx),
+  server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
+    callTool(req.params.name, req.params.arguments as ToolArgs | undefined, () => newCtx(extra)),
   );
-  server.setRequestHandler(ListResourcesRequestSchema, () => listResources(newCtx));
+  server.setRequestHandler(ListResourcesRequestSchema, (_req, extra) => listResources(() => newCtx(extra)));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => listResourceTemplates());
-  server.setRequestHandler(ReadResourceRequestSchema, (req) => readResource(req.params.uri, newCtx));
+  server.setRequestHandler(ReadResourceRequestSchema, (req, extra) => readResource(req.params.uri, () => newCtx(extra)));
+  if (subscriptions) {
+    server.setRequestHandler(SubscribeRequestSchema, async (req, extra) => {
+      await subscriptions.subscribe(req.params.uri, extra);
+      return {};
+    });
+    server.setRequestHandler(UnsubscribeRequestSchema, async (req, extra) => {
+      await subscriptions.unsubscribe(req.params.uri, extra);
+      return {};
+    });
+  }
   return server;
 }
 
@@ -197,7 +259,7 @@ export function createMcpServer(newCtx: () => Ctx, opts: McpOptions = {}): Serve
  * An MCP message over the limit: HTTP 400, as an HTTP body over 4 MiB, with a JSON-RPC error
  * (-32000, the SDK's code for its own too-large answer) whose `data` is the MALFORMED body.
  */
-function tooLarge(): Response {
+export function tooLarge(): Response {
   const err = new SvcError(
     'MALFORMED',
     `The MCP message is larger than ${MAX_MCP_BODY_BYTES} bytes (4 MiB for a value plus 64 KiB for the JSON-RPC envelope); send a smaller value.`,

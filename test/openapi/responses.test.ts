@@ -138,6 +138,32 @@ describe('service routes', () => {
     expect((await call('alice', 'DELETE', '/mcp', '/mcp')).status).toBe(405);
     expectCode(await call(null, 'POST', '/mcp', '/mcp', { jsonrpc: '2.0', id: 4, method: 'tools/list' }, MCP_ACCEPT), 'UNAUTHENTICATED');
   });
+
+  test('/mcp/session: initialize with a session id, a subscribe, the refusals without or with an unknown session, DELETE, and 401', async () => {
+    const P = '/mcp/session';
+    const init = await call('alice', 'POST', P, P, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'openapi-test', version: '1' } },
+    }, MCP_ACCEPT);
+    expect(init.status).toBe(200);
+    const sid = init.headers.get('mcp-session-id')!;
+    expect(sid).toBeTruthy();
+    const session = { ...MCP_ACCEPT, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' };
+    expect((await call('alice', 'POST', P, P, { jsonrpc: '2.0', method: 'notifications/initialized' }, session)).status).toBe(202);
+    await call('alice', 'PUT', PUT, '/v1/records/ticket/sub1/fields/title', { value: 'x', expected_version: 0 });
+    const sub = await call('alice', 'POST', P, P, { jsonrpc: '2.0', id: 2, method: 'resources/subscribe', params: { uri: 'kslate://records/ticket/sub1' } }, session);
+    expect(sub.body).toMatchObject({ id: 2, result: {} });
+    expect((await call('alice', 'POST', P, P, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, MCP_ACCEPT)).status).toBe(400);
+    expect((await call('alice', 'POST', P, P, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { ...session, 'mcp-session-id': 'nope' })).status).toBe(404);
+    expect((await call('alice', 'GET', P, P, undefined, { accept: 'text/event-stream' })).status).toBe(400);
+    expect((await call('alice', 'GET', P, P, undefined, { accept: 'text/event-stream', 'mcp-session-id': 'nope' })).status).toBe(404);
+    expect((await call('alice', 'GET', P, P, undefined, { 'mcp-session-id': sid })).status).toBe(406);
+    expect((await call('alice', 'DELETE', P, P, undefined, session)).status).toBe(200);
+    expect((await call('alice', 'DELETE', P, P, undefined, session)).status).toBe(404);
+    expectCode(await call(null, 'GET', P, P), 'UNAUTHENTICATED');
+  });
 });
 
 describe('operations: success answers', () => {

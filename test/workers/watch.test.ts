@@ -38,3 +38,13 @@ test('both watch routes answer 404 NOT_FOUND naming the Node gateway; credential
   // The rest of the API is unchanged there.
   expect((await worker.call('alice', 'GET', '/v1/records/incident/w1')).status).toBe(200);
 });
+
+test('MCP sessions (/mcp/session, resource subscriptions) answer 404 NOT_FOUND there too; /mcp is unchanged', async () => {
+  for (const method of ['POST', 'GET', 'DELETE']) {
+    const r = await worker.call('alice', method, '/mcp/session', method === 'POST' ? { jsonrpc: '2.0', id: 1, method: 'initialize', params: {} } : undefined);
+    expect(r.status, method).toBe(404);
+    expect(r.body).toMatchObject({ error: 'NOT_FOUND' });
+    expect(r.body.message).toContain('kslate serve');
+    expect((await worker.call(null, method, '/mcp/session')).status).toBe(401);
+  }
+});
