@@ -63,6 +63,7 @@ import type { PutRequest__Output } from './generated/svc/v1/PutRequest.js';
 import type { QueryRequest__Output } from './generated/svc/v1/QueryRequest.js';
 import { resetterOf, resetters, watchRpc } from './watch.js';
 import { watchOperations } from '../../handlers/watch.js';
+import { beginCall } from './call-log.js';
 import { ERROR_DETAILS_BUDGET, fitErrorBody } from './error-body.js';
 import { LOADER_OPTIONS, loadSvcProto, messageType, PROTO_DIR, PROTO_FILES } from './proto.js';
 
@@ -146,23 +147,9 @@ export async function startGrpc(
       shape: (out: Outcome) => object,
     ) =>
     async (call: Call<T>, callback: grpc.sendUnaryData<Buffer>) => {
-      const started = performance.now();
       const requestId = requestIdFrom(firstText(call.metadata, 'x-request-id'), randomUUID);
-      let author: string | undefined;
-      // The access log line of every call, as on HTTP (never a credential or a message).
-      const logged = (status: number, error?: string) =>
-        s.log.info('request', {
-          method: 'gRPC',
-          path: method.path,
-          status: grpc.status[status] ?? status,
-          duration_ms: Math.round((performance.now() - started) * 10) / 10,
-          author,
-          error,
-          request_id: requestId,
-        });
-      const idMetadata = new grpc.Metadata();
-      idMetadata.set('x-request-id', requestId);
-      call.sendMetadata(idMetadata);
+      const log = beginCall(s.log, method.path, call, requestId);
+      const logged = log.logged;
       const r = await runRequest(
         s,
         {
@@ -179,7 +166,7 @@ export async function startGrpc(
         },
         timed === undefined ? {} : { timed },
       );
-      author = r.identity?.author;
+      log.author = r.identity?.author;
       if (!r.ok) {
         const status = toGrpc(r.error, requestId);
         callback(status);

@@ -22,6 +22,7 @@ import { watchOperations, type WatchClassInput, type WatchRecordInput } from '..
 import type { WatchItem, WatchStream } from '../../handlers/watch-feed.js';
 import { runRequest, type RequestMeta } from '../request.js';
 import type { Services } from '../services.js';
+import { beginCall } from './call-log.js';
 import { jsonToStruct } from './convert.js';
 import type { WatchEvent } from './generated/svc/v1/WatchEvent.js';
 import type { WatchRequest__Output } from './generated/svc/v1/WatchRequest.js';
@@ -100,24 +101,11 @@ export interface WatchDeps {
 
 export function watchRpc({ s, method, meta, toGrpc }: WatchDeps) {
   return async (call: WatchCall): Promise<void> => {
-    const started = performance.now();
     const m = meta(call);
     const requestId = m.requestId;
-    let author: string | undefined;
-    // The access log line, written when the stream starts (as for SSE) or is refused.
-    const logged = (status: number, error?: string) =>
-      s.log.info('request', {
-        method: 'gRPC',
-        path: method.path,
-        status: grpc.status[status] ?? status,
-        duration_ms: Math.round((performance.now() - started) * 10) / 10,
-        author,
-        error,
-        request_id: requestId,
-      });
-    const idMetadata = new grpc.Metadata();
-    idMetadata.set('x-request-id', requestId);
-    call.sendMetadata(idMetadata);
+    // The access log line is written when the stream starts (as for SSE) or is refused.
+    const log = beginCall(s.log, method.path, call, requestId);
+    const logged = log.logged;
     const req = call.request;
     // Which operation runs is read off the message already decoded; anything wrong with it
     // is refused inside the lifecycle, after the credential check.
@@ -129,7 +117,7 @@ export function watchRpc({ s, method, meta, toGrpc }: WatchDeps) {
       }
       return watchInput(req.msg).input;
     });
-    author = r.identity?.author;
+    log.author = r.identity?.author;
     if (!r.ok) {
       const status = toGrpc(r.error, requestId);
       call.emit('error', status);
