@@ -41,10 +41,35 @@ function unb64url(s: string): Uint8Array<ArrayBuffer> {
   return Uint8Array.from(bin, (c) => c.charCodeAt(0));
 }
 
-export async function encodeCursor(secret: string, payload: CursorPayload): Promise<string> {
+/** `<payload>.<HMAC>`, both base64url: what every cursor is on the wire. */
+async function sign(secret: string, payload: unknown): Promise<string> {
   const body = enc.encode(JSON.stringify(payload));
   const sig = new Uint8Array(await crypto.subtle.sign('HMAC', await hmacKey(secret), body));
   return `${b64url(body)}.${b64url(sig)}`;
+}
+
+/** The payload of a cursor this service signed, or undefined (malformed, too long, forged). */
+async function verified(secret: string, cursor: string): Promise<unknown> {
+  const parts = cursor.split('.');
+  if (parts.length !== 2 || cursor.length > 2048) return undefined;
+  let body: Uint8Array<ArrayBuffer>;
+  let sig: Uint8Array<ArrayBuffer>;
+  try {
+    body = unb64url(parts[0]);
+    sig = unb64url(parts[1]);
+  } catch {
+    return undefined;
+  }
+  if (!(await crypto.subtle.verify('HMAC', await hmacKey(secret), sig, body))) return undefined;
+  try {
+    return JSON.parse(new TextDecoder().decode(body)) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+export function encodeCursor(secret: string, payload: CursorPayload): Promise<string> {
+  return sign(secret, payload);
 }
 
 /** Verify and decode; MALFORMED unless this gateway issued it for the same `t` and `b`. */
@@ -58,24 +83,8 @@ export async function decodeCursor(
   const source = { before: 'next_before', after: 'next_after', entries: 'next_entries_before' }[expect.t];
   const bad = () =>
     new SvcError('MALFORMED', `The \`${param}\` cursor was not issued by this service for this request; send the ${source} value from a previous response.`, where);
-  const parts = cursor.split('.');
-  if (parts.length !== 2 || cursor.length > 2048) throw bad();
-  let body: Uint8Array<ArrayBuffer>;
-  let sig: Uint8Array<ArrayBuffer>;
-  try {
-    body = unb64url(parts[0]);
-    sig = unb64url(parts[1]);
-  } catch {
-    throw bad();
-  }
-  const ok = await crypto.subtle.verify('HMAC', await hmacKey(secret), sig, body);
-  if (!ok) throw bad();
-  let payload: CursorPayload;
-  try {
-    payload = JSON.parse(new TextDecoder().decode(body)) as CursorPayload;
-  } catch {
-    throw bad();
-  }
+  const payload = (await verified(secret, cursor)) as CursorPayload | undefined;
+  if (payload === undefined || payload === null || typeof payload !== 'object') throw bad();
   if (payload.t !== expect.t || payload.b !== expect.b || !Number.isSafeInteger(payload.p)) throw bad();
   return payload.p;
 }
@@ -90,10 +99,8 @@ export interface WatchCursor {
 }
 
 /** A class watch cursor: signed like the others, bound to its class. */
-export async function encodeWatchCursor(secret: string, cls: string, c: WatchCursor): Promise<string> {
-  const body = enc.encode(JSON.stringify({ t: 'watch', b: cls, x: c.tx, p: c.id, a: c.at }));
-  const sig = new Uint8Array(await crypto.subtle.sign('HMAC', await hmacKey(secret), body));
-  return `${b64url(body)}.${b64url(sig)}`;
+export function encodeWatchCursor(secret: string, cls: string, c: WatchCursor): Promise<string> {
+  return sign(secret, { t: 'watch', b: cls, x: c.tx, p: c.id, a: c.at });
 }
 
 /** Verify and decode a class watch cursor; MALFORMED unless this service issued it for `cls`. */
@@ -104,23 +111,8 @@ export async function decodeWatchCursor(secret: string, cursor: string, cls: str
       'The `from` cursor (or Last-Event-ID) was not issued by this service for this class; send the id of an event of this class watch.',
       where,
     );
-  const parts = cursor.split('.');
-  if (parts.length !== 2 || cursor.length > 2048) throw bad();
-  let body: Uint8Array<ArrayBuffer>;
-  let sig: Uint8Array<ArrayBuffer>;
-  try {
-    body = unb64url(parts[0]);
-    sig = unb64url(parts[1]);
-  } catch {
-    throw bad();
-  }
-  if (!(await crypto.subtle.verify('HMAC', await hmacKey(secret), sig, body))) throw bad();
-  let p: { t?: unknown; b?: unknown; x?: unknown; p?: unknown; a?: unknown };
-  try {
-    p = JSON.parse(new TextDecoder().decode(body)) as typeof p;
-  } catch {
-    throw bad();
-  }
+  const p = (await verified(secret, cursor)) as { t?: unknown; b?: unknown; x?: unknown; p?: unknown; a?: unknown } | undefined;
+  if (p === undefined || p === null || typeof p !== 'object') throw bad();
   if (p.t !== 'watch' || p.b !== cls || typeof p.x !== 'string' || !/^\d{1,20}$/.test(p.x)) throw bad();
   if (!Number.isSafeInteger(p.p) || !Number.isSafeInteger(p.a)) throw bad();
   return { tx: p.x, id: p.p as number, at: p.a as number };
