@@ -13,6 +13,13 @@
  *     -> 200 {record, field, version, record_version} (201 when the field is new)
  *     -> 409 {error: 'STALE', message, record, field, your_version, current_version}
  *   GET /v1/records/<class>/<id>  -> 200 {record, record_version, fields: {name: {value, version, ...}}}
+ *   GET /v1/records/<class>/<id>/history?limit=N  -> 200 {record, history: [row, ...]} newest first,
+ *       each row rendered by PostgreSQL at read time (json_build_object, nulls stripped) and the
+ *       page sent through as text: the least a history read can do over the same table
+ *   GET /v1/records/<class>/<id>/history?limit=N&rendered=1  -> the same page from
+ *       `bench_ref_history_doc`, a side table holding each row's JSON already rendered (filled
+ *       by `installReference` from the seeded history): what a design storing rows
+ *       pre-rendered would cost to read (issue 15's history target)
  *
  * A rejected put leaves a `stale` history row, as the kslate gateway's do. The function is
  * created by the harness (`installReference`, `create or replace`: no migration); the server
@@ -92,13 +99,53 @@ const GET = {
   rowMode: 'array',
 };
 
-/** Create (or replace) the reference's put function in the bench database. */
-export async function installReference(client) {
+// One history row as the API renders it (keys in the same order; nulls left out).
+const HISTORY_ROW_JSON = `json_strip_nulls(json_build_object(
+    'seq', h.id, 'field', h.field, 'op', h.op, 'version', h.version, 'record_version', h.record_version,
+    'value', h.value, 'value_size', h.value_size, 'value_sha256', h.value_sha256, 'author', h.author,
+    'identity_strength', h.identity_strength, 'evidence', h.evidence, 'expected_version', h.expected_version,
+    'based_on', h.based_on, 'invocation', h.invocation, 'outcome', h.outcome,
+    'created_at', to_char(h.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))`;
+
+// The newest `limit` rows rendered at read time, the page assembled by PostgreSQL as one text.
+const HISTORY = {
+  name: 'ref_history',
+  text: `select '{"record":' || to_json($1 || '/' || $2)::text || ',"history":[' ||
+      coalesce((select string_agg(${HISTORY_ROW_JSON}::text, ',' order by h.id desc)
+                from (select * from history where class = $1 and rid = $2 order by id desc limit $3) h), '') || ']}'`,
+  rowMode: 'array',
+};
+
+// The same page from rows stored already rendered (bench_ref_history_doc).
+const HISTORY_RENDERED = {
+  name: 'ref_history_rendered',
+  text: `select '{"record":' || to_json($1 || '/' || $2)::text || ',"history":[' ||
+      coalesce((select string_agg(d.doc, ',' order by d.id desc)
+                from (select id, doc from bench_ref_history_doc where class = $1 and rid = $2 order by id desc limit $3) d), '') || ']}'`,
+  rowMode: 'array',
+};
+
+/**
+ * Create (or replace) the reference's put function in the bench database, and the side table
+ * of pre-rendered history rows for the records named in `renderedRids` (the history scenario's).
+ */
+export async function installReference(client, { cls, renderedRids = [] } = {}) {
   await client.query(REF_PUT_FUNCTION);
+  await client.query('drop table if exists bench_ref_history_doc');
+  await client.query(`create table bench_ref_history_doc (class text not null, rid text not null, id bigint not null, doc text not null)`);
+  if (cls && renderedRids.length > 0) {
+    await client.query(
+      `insert into bench_ref_history_doc select h.class, h.rid, h.id, ${HISTORY_ROW_JSON}::text from history h where h.class = $1 and h.rid = any($2)`,
+      [cls, renderedRids],
+    );
+  }
+  await client.query('create index on bench_ref_history_doc (class, rid, id desc)');
+  await client.query('analyze bench_ref_history_doc');
 }
 
 export async function uninstallReference(client) {
   await client.query('drop function if exists bench_ref_put(text, text, text, text, bigint, text)');
+  await client.query('drop table if exists bench_ref_history_doc');
 }
 
 // ---- the server (child process) -------------------------------------------------------------
@@ -129,6 +176,13 @@ function serve({ databaseUrl, port, identities }) {
     if (parts[1] !== 'v1' || parts[2] !== 'records' || parts.length < 5) return void send(res, 404, '{"error":"NOT_FOUND"}');
     const cls = decodeURIComponent(parts[3]);
     const rid = decodeURIComponent(parts[4]);
+    if (req.method === 'GET' && parts.length === 6 && parts[5] === 'history') {
+      const qs = new URLSearchParams(q < 0 ? '' : req.url.slice(q + 1));
+      const limit = Math.min(10_000, Math.max(1, Number(qs.get('limit') ?? 1000) || 1000));
+      const stmt = qs.get('rendered') === '1' ? HISTORY_RENDERED : HISTORY;
+      pool.query({ ...stmt, values: [cls, rid, limit] }).then((r) => send(res, 200, r.rows[0][0]), (e) => fail(res, e));
+      return;
+    }
     if (req.method === 'GET' && parts.length === 5) {
       pool.query({ ...GET, values: [cls, rid] }).then((r) => {
         if (r.rows.length === 0) send(res, 404, JSON.stringify({ error: 'NOT_FOUND', record: `${cls}/${rid}` }));

@@ -628,23 +628,31 @@ export async function claimScenario(ctx) {
 
 // ---- query and history: latency at 1 client, throughput at more -------------------------------
 
-async function readScenario(ctx, name, pathOf, check) {
+/**
+ * `refs`: reference gateway variants run at each level after kslate's, as [transport label,
+ * path function]; each row gets the kslate row's ratio to it.
+ */
+async function readScenario(ctx, name, pathOf, check, refs = []) {
   const { cfg, say } = ctx;
   const res = await fetch(ctx.url + pathOf(), { headers: { authorization: authOf(0) } });
   const sanity = check(res.status, await res.json());
   const rows = [];
+  const perClient = (p) => (i) => [
+    { method: 'GET', headers: { authorization: authOf(i % cfg.identities) }, setupRequest: (req) => ({ ...req, path: p() }) },
+  ];
   for (const c of cfg.readLevels) {
-    const h = await cannonMeasured(ctx, {
-      connections: c,
-      perClient: (i) => [
-        { method: 'GET', headers: { authorization: authOf(i % cfg.identities) }, setupRequest: (req) => ({ ...req, path: pathOf() }) },
-      ],
-      warmup: cfg.warmup,
-      duration: cfg.readDuration,
-    });
+    const h = await cannonMeasured(ctx, { connections: c, perClient: perClient(pathOf), warmup: cfg.warmup, duration: cfg.readDuration });
     const r = row(name, 'http', c, h.run, h.probe, { check: sanity });
     rows.push(r);
     say(`  ${name}@${c}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${sanity})`);
+    if (!ctx.ref) continue;
+    for (const [label, refPath] of refs) {
+      const rr = await referenceRun(ctx, name, c, perClient(refPath), cfg.readDuration);
+      rr.transport = label;
+      rows.push(rr);
+      if (label === 'reference') addRefRatio(r, rr, `reference gateway ${name}`);
+      say(`    ${label}@${c}: ${rr.rps} req/s, p50 ${rr.p50} ms, p99 ${rr.p99} ms`);
+    }
   }
   return rows;
 }
@@ -664,5 +672,9 @@ export function historyScenario(ctx) {
     'history',
     () => `/v1/records/${CLASS}/${HIST_RID}/history?limit=1000`,
     (status, b) => `HTTP ${status}, ${b.history?.length ?? 0} rows per page of ${ctx.cfg.sizes.history}`,
+    [
+      ['reference', () => `/v1/records/${CLASS}/${HIST_RID}/history?limit=1000`],
+      ['reference pre-rendered', () => `/v1/records/${CLASS}/${HIST_RID}/history?limit=1000&rendered=1`],
+    ],
   );
 }
