@@ -16,9 +16,6 @@ import { startGateway } from './serve.js';
 import { stopOnSignals } from './shutdown.js';
 import { MAINTENANCE_TIMEOUT_MS, StartupError, sweepHolder } from './services.js';
 import { startWorker, type WorkerCluster, type WorkerProcess } from './worker.js';
-import { createClusterClassSource } from './k8s/class-source.js';
-import { detectCluster, serverOf } from './k8s/cluster.js';
-import { K8sRoleMirror } from './k8s/role-mirror.js';
 
 const flagLine = (k: string) => {
   const f = FLAGS[k];
@@ -97,8 +94,12 @@ function version(): string {
  */
 async function workerCluster(cfg: Config, log: Logger, onChange: () => void): Promise<WorkerCluster | null> {
   if (cfg.classesDir) return null;
+  // Loaded only here: @kubernetes/client-node adds ~80 MB of RSS to a process that has
+  // classes from a directory (or no cluster) and never calls the API server.
+  const { detectCluster, serverOf } = await import('./k8s/cluster.js');
   const kubeConfig = detectCluster();
   if (!kubeConfig) return null;
+  const [{ createClusterClassSource }, { K8sRoleMirror }] = await Promise.all([import('./k8s/class-source.js'), import('./k8s/role-mirror.js')]);
   const namespace = cfg.watchNamespace;
   const classes = createClusterClassSource({ kubeConfig, namespace, log, onChange });
   return {

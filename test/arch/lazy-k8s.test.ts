@@ -1,0 +1,48 @@
+/**
+ * @kubernetes/client-node costs a process about 80 MB of RSS (its generated models), so the
+ * gateway loads it only when it needs the cluster: the k8s-sa identity provider, or the
+ * worker's class source and role mirror. Nothing `kslate serve` imports statically (value
+ * imports; `import type` is erased) may reach it; those modules are `await import()`ed.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { expect, test } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '../..');
+
+/** Value imports of one source file: relative targets (as .ts/.tsx paths) and package names. */
+function valueImports(rel: string): { files: string[]; packages: string[] } {
+  const src = readFileSync(join(ROOT, rel), 'utf8');
+  const files: string[] = [];
+  const packages: string[] = [];
+  for (const m of src.matchAll(/^\s*(?:import|export)\s+(?!type\s)(?:[^'"]*?\sfrom\s+)?['"]([^'"]+)['"]/gm)) {
+    const spec = m[1]!;
+    if (!spec.startsWith('.')) {
+      packages.push(spec);
+      continue;
+    }
+    const base = join(dirname(rel), spec).replace(/\.js$/, '');
+    const found = ['.ts', '.tsx'].map((x) => base + x).find((p) => existsSync(join(ROOT, p)));
+    if (found) files.push(found);
+  }
+  return { files, packages };
+}
+
+test('kslate serve loads @kubernetes/client-node only on demand (dynamic import)', () => {
+  const seen = new Set<string>();
+  const offenders: string[] = [];
+  const visit = (rel: string, path: string[]) => {
+    if (seen.has(rel)) return;
+    seen.add(rel);
+    const { files, packages } = valueImports(rel);
+    if (packages.some((p) => p.startsWith('@kubernetes/'))) offenders.push([...path, rel].join(' -> '));
+    for (const f of files) visit(f, [...path, rel]);
+  };
+  visit('runtime/main.ts', []);
+  expect(seen.size).toBeGreaterThan(20); // the walk really followed the gateway's imports
+  expect(offenders).toEqual([]);
+});
+
+test('the walk sees a static client-node import where there is one', () => {
+  expect(valueImports('runtime/k8s/cluster.ts').packages).toContain('@kubernetes/client-node');
+});
