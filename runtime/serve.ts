@@ -4,13 +4,12 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
-import * as grpc from '@grpc/grpc-js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { Hono } from 'hono';
 import { migrate } from '../db/migrate.js';
 import type { Logger } from '../handlers/context.js';
 import type { Config } from './config.js';
-import { startGrpc, type GrpcServer } from './grpc/server.js';
+import type { GrpcServer } from './grpc/server.js';
 import { createApp, healthz, readyz } from './http/app.js';
 import { McpSessions } from './mcp/sessions.js';
 import { listenHttp } from './http/listen.js';
@@ -118,6 +117,8 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
 
   let grpcServer: GrpcServer | undefined;
   if (cfg.grpcPort !== 0) {
+    // Loaded only when gRPC is on (the default is off): grpc-js and proto-loader are ~20 MB of RSS.
+    const [grpc, { startGrpc }] = await Promise.all([import('@grpc/grpc-js'), import('./grpc/server.js')]);
     // grpc-js prints its own errors to stderr ("E No address added ..." before a bind fails);
     // route them through our log, where a failed bind is already one clear line.
     grpc.setLogger({

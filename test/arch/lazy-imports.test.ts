@@ -1,8 +1,9 @@
 /**
  * @kubernetes/client-node costs a process about 80 MB of RSS (its generated models), so the
  * gateway loads it only when it needs the cluster: the k8s-sa identity provider, or the
- * worker's class source and role mirror. Nothing `kslate serve` imports statically (value
- * imports; `import type` is erased) may reach it; those modules are `await import()`ed.
+ * worker's class source and role mirror; grpc-js (~20 MB) only when --grpc-port is set.
+ * Nothing `kslate serve` imports statically (value imports; `import type` is erased) may
+ * reach them; those modules are `await import()`ed.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -28,19 +29,29 @@ function valueImports(rel: string): { files: string[]; packages: string[] } {
   return { files, packages };
 }
 
-test('kslate serve loads @kubernetes/client-node only on demand (dynamic import)', () => {
+/** Paths from runtime/main.ts, over static value imports, to a file importing a matching package. */
+function staticPathsTo(pkg: RegExp): { seen: number; offenders: string[] } {
   const seen = new Set<string>();
   const offenders: string[] = [];
   const visit = (rel: string, path: string[]) => {
     if (seen.has(rel)) return;
     seen.add(rel);
     const { files, packages } = valueImports(rel);
-    if (packages.some((p) => p.startsWith('@kubernetes/'))) offenders.push([...path, rel].join(' -> '));
+    if (packages.some((p) => pkg.test(p))) offenders.push([...path, rel].join(' -> '));
     for (const f of files) visit(f, [...path, rel]);
   };
   visit('runtime/main.ts', []);
-  expect(seen.size).toBeGreaterThan(20); // the walk really followed the gateway's imports
+  return { seen: seen.size, offenders };
+}
+
+test('kslate serve loads @kubernetes/client-node only on demand (dynamic import)', () => {
+  const { seen, offenders } = staticPathsTo(/^@kubernetes\//);
+  expect(seen).toBeGreaterThan(20); // the walk really followed the gateway's imports
   expect(offenders).toEqual([]);
+});
+
+test('kslate serve loads grpc-js only when gRPC is on (--grpc-port, off by default)', () => {
+  expect(staticPathsTo(/^@grpc\//).offenders).toEqual([]);
 });
 
 test('the walk sees a static client-node import where there is one', () => {
