@@ -148,7 +148,7 @@ export async function startGrpc(
     ) =>
     async (call: Call<T>, callback: grpc.sendUnaryData<Buffer>) => {
       const requestId = requestIdFrom(firstText(call.metadata, 'x-request-id'), randomUUID);
-      const log = beginCall(s.log, method.path, call, requestId);
+      const log = beginCall(s.log, method.path, call, requestId, false);
       const logged = log.logged;
       const r = await runRequest(
         s,
@@ -169,6 +169,7 @@ export async function startGrpc(
       log.author = r.identity?.author;
       if (!r.ok) {
         const status = toGrpc(r.error, requestId);
+        log.sendId();
         callback(status);
         logged(status.code ?? grpc.status.UNKNOWN, r.error.code);
         return;
@@ -188,11 +189,13 @@ export async function startGrpc(
           }
           throw e;
         }
+        log.sendId();
         callback(null, bytes);
         logged(grpc.status.OK);
       } catch (e) {
         const err = asSvcError(e, { log: s.log, requestId });
         const status = toGrpc(err, requestId);
+        log.sendId();
         callback(status);
         logged(status.code ?? grpc.status.UNKNOWN, err.code);
       }
