@@ -2,6 +2,7 @@
  * The scenarios of issue #5. Each returns result rows:
  * { scenario, transport, clients, rps, p50, p99, peakRssMb, cpu, ok, responses, codes, ... }.
  */
+import { isDeepStrictEqual } from 'node:util';
 import pg from 'pg';
 import { CLASS, FIELDS, HIST_RID, HOT, QCLASS, TEAMS, checkpoint, pgTypes, withClient } from './db.mjs';
 import { authOf } from './gateway.mjs';
@@ -628,6 +629,19 @@ export async function claimScenario(ctx) {
 
 // ---- query and history: latency at 1 client, throughput at more -------------------------------
 
+/** Where two answers first differ: a top-level key, or the first differing element of a list. */
+function firstDifference(a, b) {
+  for (const k of new Set([...Object.keys(a ?? {}), ...Object.keys(b ?? {})])) {
+    if (isDeepStrictEqual(a?.[k], b?.[k])) continue;
+    if (Array.isArray(a?.[k]) && Array.isArray(b?.[k])) {
+      const i = a[k].findIndex((x, j) => !isDeepStrictEqual(x, b[k][j]));
+      return `${k}[${i}]: gateway ${JSON.stringify(a[k][i])}, reference ${JSON.stringify(b[k][i])}`;
+    }
+    return `${k}: gateway ${JSON.stringify(a?.[k])?.slice(0, 200)}, reference ${JSON.stringify(b?.[k])?.slice(0, 200)}`;
+  }
+  return 'none';
+}
+
 /**
  * `refs`: reference gateway variants run at each level after kslate's, as [transport label,
  * path function]; each row gets the kslate row's ratio to it.
@@ -640,6 +654,17 @@ async function readScenario(ctx, name, pathOf, check, refs = []) {
   const perClient = (p) => (i) => [
     { method: 'GET', headers: { authorization: authOf(i % cfg.identities) }, setupRequest: (req) => ({ ...req, path: p() }) },
   ];
+  // The reference must answer the same job: the same page, parsed (key order aside).
+  const same = {};
+  if (ctx.ref) {
+    for (const [label, refPath] of refs) {
+      const [mine, theirs] = await Promise.all(
+        [ctx.url + pathOf(), ctx.ref.url + refPath()].map((u) => fetch(u, { headers: { authorization: authOf(0) } }).then((x) => x.json())),
+      );
+      same[label] = isDeepStrictEqual(mine, theirs);
+      say(`  ${label} answers the same ${name} page as the gateway: ${same[label] ? 'yes' : `NO (${firstDifference(mine, theirs)})`}`);
+    }
+  }
   for (const c of cfg.readLevels) {
     const h = await cannonMeasured(ctx, { connections: c, perClient: perClient(pathOf), warmup: cfg.warmup, duration: cfg.readDuration });
     const r = row(name, 'http', c, h.run, h.probe, { check: sanity });
@@ -649,6 +674,7 @@ async function readScenario(ctx, name, pathOf, check, refs = []) {
     for (const [label, refPath] of refs) {
       const rr = await referenceRun(ctx, name, c, perClient(refPath), cfg.readDuration);
       rr.transport = label;
+      rr.same_page = same[label];
       rows.push(rr);
       if (label === 'reference') addRefRatio(r, rr, `reference gateway ${name}`);
       say(`    ${label}@${c}: ${rr.rps} req/s, p50 ${rr.p50} ms, p99 ${rr.p99} ms`);

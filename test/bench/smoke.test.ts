@@ -38,7 +38,7 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
   const files = readdirSync(out!).filter((f) => f.endsWith('.json'));
   expect(files).toHaveLength(1);
   const result = JSON.parse(readFileSync(join(out!, files[0]), 'utf8')) as {
-    rows: { scenario: string; transport: string; rps: number; ratio?: number }[];
+    rows: { scenario: string; transport: string; rps: number; ratio?: number; ratio_ref?: number; same_page?: boolean }[];
     targets: { id: string; value: unknown }[];
   };
   expect(result.rows.map((x) => x.scenario)).toEqual(expect.arrayContaining(['put', 'get', 'hot', 'claim', 'query', 'history']));
@@ -52,5 +52,13 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
     const wire = result.rows.find((x) => x.scenario === 'put' && x.transport === `${id.split('_')[0]} wire`);
     expect(result.targets.find((x) => x.id === id)?.value, id).toBe(wire?.ratio);
   }
+  // History has its design bar too: the reference answers the same page, rendered at read
+  // time and from rows stored rendered, and the gateway's row carries its ratio to it.
+  for (const t of ['reference', 'reference pre-rendered']) {
+    const row = result.rows.find((x) => x.scenario === 'history' && x.transport === t);
+    expect(row?.rps, `history via ${t}`).toBeGreaterThan(0);
+    expect(row?.same_page, `history via ${t}: the same page as the gateway`).toBe(true);
+  }
+  expect(result.rows.find((x) => x.scenario === 'history' && x.transport === 'http')?.ratio_ref).toBeGreaterThan(0);
   expect(result.targets.length).toBeGreaterThan(0);
 }, 120_000);
