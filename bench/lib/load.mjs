@@ -136,7 +136,10 @@ function clusters(slow) {
       last.last_s = at;
     } else out.push({ at_s: Math.round(at * 100) / 100, last_s: at, n: 1, max_ms: Math.round(ms) });
   }
-  return out.map(({ last_s, ...c }) => c).sort((a, b) => b.n - a.n).slice(0, 8);
+  return out
+    .map(({ last_s, ...c }) => ({ ...c, until_s: Math.round(last_s * 100) / 100 }))
+    .sort((a, b) => b.n - a.n)
+    .slice(0, 8);
 }
 
 export const keepAliveAgent = (sockets) => new http.Agent({ keepAlive: true, maxSockets: sockets });
@@ -154,9 +157,21 @@ export function openLoop({ host, port, rate, duration, agent, next }) {
   let skipped = 0;
   return new Promise((resolve) => {
     const start = performance.now();
+    // The load generator's own stalls (its GC, the scheduler) delay requests as much as the
+    // gateway's: turns of its event loop later than 20 ms are kept, to be told apart.
+    const lags = [];
+    let tickAt = start;
+    const lagTimer = setInterval(() => {
+      const now = performance.now();
+      if (now - tickAt > 20) lags.push({ at: now, ms: Math.round(now - tickAt) });
+      tickAt = now;
+    }, 5);
     const finish = () => {
       if (sent < total || done < sent) return;
+      clearInterval(lagTimer);
       resolve({
+        started: start,
+        loadgen_lags: lags,
         seconds: (performance.now() - start) / 1000,
         responses: done - errors - skipped,
         ok,

@@ -293,6 +293,15 @@ export async function halfPeakScenario(ctx, peakRps) {
   const run = await openLoop({ ...opts, duration: cfg.duration });
   const p = probe.stop();
   agent.destroy();
+  // What happened around each burst: the gateway's GC pauses (with --trace-gc) and the load
+  // generator's own stalls, from the burst's first due request to its last one's answer.
+  const gcEvents = ctx.probeEnv.gcEvents;
+  for (const c of run.slow_clusters) {
+    const from = run.started + c.at_s * 1000 - 100;
+    const to = run.started + c.until_s * 1000 + c.max_ms + 100;
+    if (gcEvents) c.gc = gcEvents.filter((g) => g.at >= from && g.at <= to && g.ms >= 2).map((g) => `${g.kind} ${Math.round(g.ms)} ms`);
+    c.loadgen_stalls = run.loadgen_lags.filter((l) => l.at >= from && l.at <= to).map((l) => `${l.ms} ms`);
+  }
   const r = row('put p99 at 50% of peak', 'http open loop', sockets, run, p, {
     target_rate: rate,
     peak_rps: peakRps,
@@ -300,7 +309,15 @@ export async function halfPeakScenario(ctx, peakRps) {
   });
   say(`  put at ${rate} req/s (50% of ${peakRps}): achieved ${r.rps}, p50 ${r.p50} ms, p99 ${r.p99} ms`);
   if (run.slow_clusters.length > 0) {
-    say(`    requests over 25 ms came in bursts: ${run.slow_clusters.map((c) => `${c.n} at ${c.at_s} s (worst ${c.max_ms} ms)`).join(', ')}`);
+    const around = (c) =>
+      [c.gc?.length ? `GC ${c.gc.join(', ')}` : c.gc ? 'no GC pause' : '', c.loadgen_stalls.length ? `load generator stalled ${c.loadgen_stalls.join(', ')}` : '']
+        .filter(Boolean)
+        .join('; ');
+    say(
+      `    requests over 25 ms came in bursts: ${run.slow_clusters
+        .map((c) => `${c.n} at ${c.at_s} s (worst ${c.max_ms} ms${around(c) ? `; ${around(c)}` : ''})`)
+        .join(', ')}`,
+    );
   }
 
   // The same offered rate straight to PostgreSQL: how much of the tail is the database's.
