@@ -78,6 +78,13 @@ export const ValuesSchema = v.pipe(v.strictObject({
       v.minValue(0),
       describe('V8 old-generation limit in MiB (NODE_OPTIONS=--max-old-space-size); 0 = Node\'s default. Keep it at about 75% of resources.limits.memory.'),
     ),
+    maxSemiSpaceMB: v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(0),
+      v.maxValue(256),
+      describe('V8 young-generation semi-space limit in MiB (NODE_OPTIONS=--max-semi-space-size); 0 = Node\'s default (16). 64 collects less often and cut the put p99 at half load in the bench (12-15 -> 9.8 ms) for ~110 MB more RSS; raise resources.limits.memory with it.'),
+    ),
   }), describe('The gateway Deployment (HTTP/JSON, MCP and gRPC).')),
 
   worker: v.pipe(v.strictObject({

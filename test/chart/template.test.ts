@@ -121,6 +121,17 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       expect(env(render(v, ['default'], { 'gateway.maxHeapMB': 1024 }))).toEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=1024' });
       expect(env(render(v, ['default'], { 'gateway.maxHeapMB': 0 }))).toBeUndefined();
     });
+    test('gateway.maxSemiSpaceMB: NODE_OPTIONS sizes the young generation beside the heap cap (0, Node\'s default, by default)', () => {
+      const env = (objs: K8sObject[]) => container(find(objs, 'Deployment', GATEWAY)).env.find((e: { name: string }) => e.name === 'NODE_OPTIONS');
+      expect(env(render(v, ['default'], { 'gateway.maxSemiSpaceMB': 64 }))).toEqual({
+        name: 'NODE_OPTIONS',
+        value: '--max-old-space-size=384 --max-semi-space-size=64',
+      });
+      expect(env(render(v, ['default'], { 'gateway.maxHeapMB': 0, 'gateway.maxSemiSpaceMB': 32 }))).toEqual({
+        name: 'NODE_OPTIONS',
+        value: '--max-semi-space-size=32',
+      });
+    });
     test('other ports and worker.interval go through', () => {
       const objs = render(v, ['default'], {
         'gateway.listenPort': 8443,
