@@ -11,18 +11,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { startTestGateway, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
+import { reflect } from './reflection.js';
 
 const require = createRequire(import.meta.url);
 const healthProto = require('grpc-health-check').protoPath as string;
-const reflectionProtoDir = resolve(dirname(require.resolve('@grpc/reflection')), '../proto');
 
-const loaded = protoLoader.loadSync(['health/v1/health.proto', 'grpc/reflection/v1/reflection.proto'], {
+const loaded = protoLoader.loadSync(['health/v1/health.proto'], {
   keepCase: true,
   longs: String,
   enums: String,
   defaults: true,
   oneofs: true,
-  includeDirs: [resolve(dirname(healthProto), '../..'), reflectionProtoDir],
+  includeDirs: [resolve(dirname(healthProto), '../..')],
 });
 const pkg = grpc.loadPackageDefinition(loaded) as any;
 
@@ -35,21 +35,6 @@ const check = (c: Health, service: string) =>
   new Promise<{ status?: string; code?: number }>((res) =>
     c.Check({ service }, (e, r) => res(e ? { code: e.code } : { status: r!.status })),
   );
-
-/** One ServerReflectionInfo exchange: send a request, read its one response. */
-function reflect(address: string, req: object): Promise<any> {
-  const client = new pkg.grpc.reflection.v1.ServerReflection(address, grpc.credentials.createInsecure());
-  return new Promise((res, rej) => {
-    const stream = client.ServerReflectionInfo();
-    stream.on('data', (m: unknown) => {
-      res(m);
-      stream.end();
-      client.close();
-    });
-    stream.on('error', rej);
-    stream.write(req);
-  });
-}
 
 let t: TestGateway;
 let address: string;

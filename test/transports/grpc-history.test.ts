@@ -5,15 +5,13 @@
  * converter written here (independently of runtime/grpc/convert.ts) and compared with what
  * HTTP answers the same identity for the same page.
  */
-import { createRequire } from 'node:module';
-import { dirname, resolve } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { tasks } from '../fixtures/task-classes.js';
 import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
+import { svcDescriptorText } from './reflection.js';
 import { fromStruct, fromValue, grpcErrorBody } from './clients.js';
 import { loadSvcProto } from '../../runtime/grpc/proto.js';
 import type { ProtoGrpcType } from '../../runtime/grpc/generated/svc.js';
@@ -236,24 +234,7 @@ describe('gRPC History', () => {
 
 describe('reflection', () => {
   it('describes History and its messages, so grpcurl can call it', async () => {
-    const require = createRequire(import.meta.url);
-    const dir = resolve(dirname(require.resolve('@grpc/reflection')), '../proto');
-    const pkg = grpc.loadPackageDefinition(
-      protoLoader.loadSync(['grpc/reflection/v1/reflection.proto'], { keepCase: true, longs: String, defaults: true, oneofs: true, includeDirs: [dir] }),
-    ) as any;
-    const rc = new pkg.grpc.reflection.v1.ServerReflection(`127.0.0.1:${t.gw.grpcPort}`, grpc.credentials.createInsecure());
-    const r: any = await new Promise((res, rej) => {
-      const stream = rc.ServerReflectionInfo();
-      stream.on('data', (m: unknown) => {
-        res(m);
-        stream.end();
-      });
-      stream.on('error', rej);
-      stream.write({ file_containing_symbol: 'svc.v1.SvcService' });
-    });
-    rc.close();
-    expect(r.error_response ?? null).toBeNull();
-    const text = Buffer.concat(r.file_descriptor_response.file_descriptor_proto as Buffer[]).toString('latin1');
+    const text = await svcDescriptorText(`127.0.0.1:${t.gw.grpcPort}`);
     for (const name of ['History', 'HistoryRequest', 'HistoryResult', 'HistoryEntry']) expect(text).toContain(name);
   });
 });
