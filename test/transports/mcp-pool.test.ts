@@ -9,6 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { transportView } from '../../runtime/mcp/server.js';
 
 let t: TestGateway;
 const clients: Client[] = [];
@@ -57,4 +58,50 @@ test('a reused server answers the next caller with that caller\'s role, never th
     expect(b.isError).toBe(true);
     expect((b.structuredContent as { error: string }).error).toBe('SCOPE_DENIED');
   }
+});
+
+/** A raw MCP POST over a real socket, as a client without the SDK sends it. */
+async function post(headers: Record<string, string>, body: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${t.url}/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEYS.alice}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+const LIST = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
+const BOTH = 'application/json, text/event-stream';
+
+// The transport gets a view of the request (runtime/mcp/server.ts, transportView): the headers
+// it checks must still reach it.
+test('the transport still checks Accept, Content-Type and MCP-Protocol-Version of a pooled POST', async () => {
+  expect((await post({ accept: BOTH }, LIST)).status).toBe(200);
+  const notAcceptable = await post({ accept: 'application/json' }, LIST);
+  expect(notAcceptable.status).toBe(406);
+  expect(notAcceptable.body.error.message).toMatch(/text\/event-stream/);
+  const badVersion = await post({ accept: BOTH, 'mcp-protocol-version': '1999-01-01' }, LIST);
+  expect(badVersion.status).toBe(400);
+  expect(badVersion.body.error.message).toMatch(/Unsupported protocol version: 1999-01-01/);
+});
+
+test('closing pooled servers leaves Error.stackTraceLimit as it was', async () => {
+  const before = Error.stackTraceLimit;
+  const alice = await connect('alice');
+  await Promise.all(Array.from({ length: 20 }, () => alice.callTool({ name: 'svc_get', arguments: { record: 'incident/pool-0' } })));
+  await new Promise((r) => setTimeout(r, 20)); // the servers close on a later turn
+  expect(Error.stackTraceLimit).toBe(before);
+  expect(new Error('x').stack?.split('\n').length).toBeGreaterThan(1);
+});
+
+test('transportView lists only the headers the transport reads, and answers any by name', () => {
+  const raw = new Request('http://x/mcp', {
+    method: 'POST',
+    headers: { accept: BOTH, 'content-type': 'application/json', authorization: 'Bearer secret', 'x-svc-scope': 's' },
+  });
+  const view = transportView(raw);
+  expect(view.method).toBe('POST');
+  expect(view.url).toBe('http://x/mcp');
+  expect(Object.fromEntries((view.headers as unknown as Map<string, string>).entries())).toEqual({ accept: BOTH, 'content-type': 'application/json' });
+  expect(view.headers.get('x-svc-scope')).toBe('s');
 });
