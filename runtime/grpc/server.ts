@@ -402,6 +402,9 @@ export async function startGrpc(
     'grpc.max_receive_message_length': MAX_RECEIVE_BYTES,
     // Responses may carry records up to the database's limits; clients set their own cap.
     'grpc.max_send_message_length': -1,
+    // channelz (grpc-js's call and socket counters, for its admin service) is on by default and
+    // counts every call; kslate serves no channelz and reports calls in its own metrics.
+    'grpc.enable_channelz': 0,
     ...CONNECTION_OPTIONS,
   });
   server.addService(methods, implementation);
