@@ -91,9 +91,11 @@ export async function startGateway(opts) {
   ];
   const child = spawn(process.execPath, args, { cwd: opts.root, env: { ...cleanEnv(), ...(opts.env ?? {}) }, stdio: ['ignore', 'pipe', 'pipe'] });
   const tail = [];
-  // With --trace-gc: every V8 collection of the gateway, as { at (performance.now()), kind, ms }.
+  // With --trace-gc: every V8 collection of the gateway, as { at (performance.now()), kind, ms,
+  // heapMb, committedMb (the V8 heap used and committed after it) }.
   const gcEvents = [];
-  const GC_LINE = /(Scavenge|Mark-Compact|Mark-Sweep|Minor Mark-Sweep)[^,]*, ([\d.]+) \/ ([\d.]+) ms/;
+  // e.g. "Scavenge 45.1 (60.3) -> 30.2 (62.3) MB, 1.25 / 0.00 ms": the heap used (committed) after it.
+  const GC_LINE = /(Scavenge|Mark-Compact|Mark-Sweep|Minor Mark-Sweep)[^,]*?-> ([\d.]+) \(([\d.]+)\) MB, ([\d.]+) \/ ([\d.]+) ms/;
   const keep = (line) => {
     tail.push(line);
     if (tail.length > 50) tail.shift();
@@ -115,7 +117,7 @@ export async function startGateway(opts) {
         buf = buf.slice(nl + 1);
         const gc = opts.traceGc ? GC_LINE.exec(line) : null;
         if (gc) {
-          gcEvents.push({ at: performance.now(), kind: gc[1], ms: Number(gc[2]) });
+          gcEvents.push({ at: performance.now(), kind: gc[1], ms: Number(gc[4]), heapMb: Number(gc[2]), committedMb: Number(gc[3]) });
           continue;
         }
         keep(line);

@@ -39,6 +39,11 @@ export class Probe {
           pause_total_ms: Math.round(gcs.reduce((a, g) => a + g.ms, 0)),
           pause_max_ms: Math.round(Math.max(0, ...gcs.map((g) => g.ms)) * 10) / 10,
           mark_compacts: gcs.filter((g) => g.kind !== 'Scavenge').length,
+          // The V8 heap beside the RSS: the most committed after a collection, and the most
+          // still used after a full one (what survives; the rest of RSS is garbage, code,
+          // buffers outside the heap and the allocator's own).
+          heap_committed_max_mb: Math.round(Math.max(0, ...gcs.map((g) => g.committedMb ?? 0))),
+          heap_live_after_full_max_mb: Math.round(Math.max(0, ...gcs.filter((g) => g.kind !== 'Scavenge').map((g) => g.heapMb ?? 0))),
         }
       : null;
     const gateway = gw1 !== null && this.gw0 !== null ? (gw1 - this.gw0) / secs : 0;
