@@ -4,10 +4,10 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { CLASS, FIELDS, QCLASS, STATUSES } from './db.mjs';
 import { freePort, rssMb, sleep } from './util.mjs';
 
@@ -62,14 +62,31 @@ function cleanEnv() {
 }
 
 /**
+ * The V8 flags the chart gives the gateway by default (chart/values.yaml: gateway.maxHeapMB,
+ * gateway.maxSemiSpaceMB, which the deployment puts in NODE_OPTIONS), so the bench measures the
+ * gateway as it is deployed. Without a heap limit Node sizes the heap from the machine's
+ * memory and V8 lets it grow to several times what survives a collection.
+ */
+export function chartNodeArgs(root) {
+  const g = parse(readFileSync(join(root, 'chart', 'values.yaml'), 'utf8'))?.gateway ?? {};
+  return [
+    ...(g.maxHeapMB ? [`--max-old-space-size=${Number(g.maxHeapMB)}`] : []),
+    ...(g.maxSemiSpaceMB ? [`--max-semi-space-size=${Number(g.maxSemiSpaceMB)}`] : []),
+  ];
+}
+
+/**
  * Spawn `kslate serve` and wait for its `listening` log line and /readyz.
- * opts: { root, databaseUrl, classesDir, keysFile, grpc (bool), profileDir, say, extraArgs (more flags) }
+ * opts: { root, databaseUrl, classesDir, keysFile, grpc (bool), profileDir, say, extraArgs (more flags),
+ *   nodeDefaults (bool: Node's V8 defaults instead of the chart's flags) }
  */
 export async function startGateway(opts) {
   const port = await freePort();
   const metricsPort = await freePort();
   const grpcPort = opts.grpc ? await freePort() : 0;
   const nodeArgs = [
+    // As deployed (the chart's NODE_OPTIONS), unless `nodeDefaults` asks for Node's own.
+    ...(opts.nodeDefaults ? [] : chartNodeArgs(opts.root)),
     ...(opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : []),
     ...(opts.traceGc ? ['--trace-gc'] : []),
     // Experiments with V8 flags (e.g. heap sizes): KSLATE_BENCH_NODE_ARGS="--max-semi-space-size=8".
