@@ -181,17 +181,33 @@ export async function rawGet(c, rid, names) {
 }
 
 /**
+ * `n` connections, each with an 'error' listener (a server that goes away first, e.g. at the
+ * end of a failed run, must not crash the harness); if one cannot connect (too many clients),
+ * the ones already open are closed before the error goes up.
+ */
+export async function connectAll(url, n) {
+  const conns = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const c = new pg.Client({ connectionString: url, types: pgTypes });
+      c.on('error', () => undefined);
+      conns.push(c);
+      await c.connect();
+    }
+  } catch (e) {
+    await Promise.all(conns.map((c) => c.end().catch(() => undefined)));
+    throw e;
+  }
+  return conns;
+}
+
+/**
  * Run `op(client, i)` in a tight loop on `clients` connections: `warmup` seconds unrecorded,
  * then `duration` seconds recorded (inside probe.start/stop). op returns true when it counts
  * as ok (applied or read).
  */
 export async function rawRun({ url, clients, warmup, duration, op, probe }) {
-  const conns = [];
-  for (let i = 0; i < clients; i++) {
-    const c = new pg.Client({ connectionString: url, types: pgTypes });
-    await c.connect();
-    conns.push(c);
-  }
+  const conns = await connectAll(url, clients);
   const phase = async (secs, lat) => {
     const until = performance.now() + secs * 1000;
     let ok = 0;
@@ -229,12 +245,7 @@ export async function rawRun({ url, clients, warmup, duration, op, probe }) {
  * HTTP. `op(client)` returns true when it counts as ok.
  */
 export async function rawOpenLoop({ url, clients, warmup, duration, rate, op, probe }) {
-  const conns = [];
-  for (let i = 0; i < clients; i++) {
-    const c = new pg.Client({ connectionString: url, types: pgTypes });
-    await c.connect();
-    conns.push(c);
-  }
+  const conns = await connectAll(url, clients);
   const phase = (secs, lat) =>
     new Promise((resolve) => {
       const free = [...conns];

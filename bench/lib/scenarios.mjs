@@ -3,12 +3,11 @@
  * { scenario, transport, clients, rps, p50, p99, peakRssMb, cpu, ok, responses, codes, ... }.
  */
 import { isDeepStrictEqual } from 'node:util';
-import pg from 'pg';
-import { CLASS, FIELDS, HIST_RID, HOT, QCLASS, TEAMS, checkpoint, pgTypes, withClient } from './db.mjs';
+import { CLASS, FIELDS, HIST_RID, HOT, QCLASS, TEAMS, checkpoint, withClient } from './db.mjs';
 import { authOf } from './gateway.mjs';
 import { Latencies, ownedIndex, randInt, round } from './util.mjs';
 import { Probe, cannon, keepAliveAgent, openLoop } from './load.mjs';
-import { rawGet, rawOpenLoop, rawPut, rawRun } from './raw.mjs';
+import { connectAll, rawGet, rawOpenLoop, rawPut, rawRun } from './raw.mjs';
 
 const JSON_HEADERS = (i, k) => ({ authorization: authOf(i % k), 'content-type': 'application/json' });
 
@@ -364,12 +363,7 @@ function getClient(ctx, i) {
 
 /** Each bench record read once with the gateway's get statement, on 8 connections. */
 async function warmRecords(url, records, names) {
-  const conns = [];
-  for (let k = 0; k < 8; k++) {
-    const c = new pg.Client({ connectionString: url, types: pgTypes });
-    await c.connect();
-    conns.push(c);
-  }
+  const conns = await connectAll(url, 8);
   let next = 0;
   try {
     await Promise.all(conns.map(async (c) => {
