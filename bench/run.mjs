@@ -37,7 +37,7 @@ import {
   startDatabase,
   summarizeAutoExplain,
 } from './lib/db.mjs';
-import { chartNodeArgs, grpcServerBuilt, mcpServerBuilt, startGateway, writeConfig } from './lib/gateway.mjs';
+import { grpcServerBuilt, mcpServerBuilt, startGateway, writeConfig } from './lib/gateway.mjs';
 import { capturePlans } from './lib/plans.mjs';
 import { detectLock } from './lib/raw.mjs';
 import { installReference, startReference, uninstallReference } from './lib/reference.mjs';
@@ -56,7 +56,7 @@ import {
 } from './lib/scenarios.mjs';
 import { grpcScenario, grpcWireScenario, mcpScenario, mcpWireScenario } from './lib/transports.mjs';
 import { machineCpu, round, sleep } from './lib/util.mjs';
-import { CLASS, HIST_RID, withClient } from './lib/db.mjs';
+import { CLASS, HIST_RID, checkpoint, withClient } from './lib/db.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
@@ -290,13 +290,19 @@ async function main() {
       rows.push(...ref);
       httpPutTop = ref[0];
     }
+    // Every transport row starts after a checkpoint, as the HTTP put it is compared with does
+    // (putReference): the same WAL state at the start.
+    const transportRow = async (scenario) => {
+      await checkpoint(db.url);
+      return scenario(ctx, httpPutTop);
+    };
     await runOne('mcp', async () => {
       if (!wantMcp) {
         say('  mcp: not available (dist/runtime/mcp/server.js is not in this build)');
         return [{ scenario: 'put', transport: 'mcp', clients: top, unavailable: true }];
       }
       // The wire client's row (the target) first, right after its HTTP reference.
-      return [...(await mcpWireScenario(ctx, httpPutTop)), ...(await mcpScenario(ctx, httpPutTop))];
+      return [...(await transportRow(mcpWireScenario)), ...(await transportRow(mcpScenario))];
     });
     await runOne('grpc', async () => {
       if (!wantGrpc) {
@@ -312,7 +318,7 @@ async function main() {
         rows.push(...again);
         httpPutTop = again[0];
       }
-      return [...(await grpcWireScenario(ctx, httpPutTop)), ...(await grpcScenario(ctx, httpPutTop))];
+      return [...(await transportRow(grpcWireScenario)), ...(await transportRow(grpcScenario))];
     });
 
     const peakRssMb = round(gw.sampler.peak, 1);
@@ -357,11 +363,8 @@ async function main() {
       buildAfter,
       schema,
       gatewayNice: values['gateway-nice'] ?? null,
-      gatewayNodeArgs: [
-        ...(values['node-defaults'] ? [] : chartNodeArgs(ROOT)),
-        ...(process.env.KSLATE_BENCH_NODE_ARGS ? process.env.KSLATE_BENCH_NODE_ARGS.split(/\s+/).filter(Boolean) : []),
-      ],
-      gatewayNodeArgsFrom: values['node-defaults'] ? 'Node defaults' : 'the chart\'s defaults',
+      gatewayV8Flags: gw.v8Flags,
+      gatewayV8FlagsFrom: `${values['node-defaults'] ? 'Node\'s defaults' : 'the chart\'s defaults'}${process.env.KSLATE_BENCH_NODE_ARGS ? ' + KSLATE_BENCH_NODE_ARGS' : ''}`,
       version: JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version,
       durationsText: `${cfg.warmup} s warm-up + ${cfg.duration} s measured per run (${cfg.readDuration} s for query/history)`,
     };

@@ -14,7 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CLASS, FIELDS, migrateDb, seed, startDatabase } from './lib/db.mjs';
-import { authOf, chartNodeArgs, startGateway, writeConfig } from './lib/gateway.mjs';
+import { authOf, startGateway, writeConfig } from './lib/gateway.mjs';
 import { cannon } from './lib/load.mjs';
 import { ownedIndex } from './lib/util.mjs';
 
@@ -38,7 +38,7 @@ async function main() {
     const gw = await startGateway({ root: ROOT, databaseUrl: db.url, classesDir: conf.classesDir, keysFile: conf.keysFile, grpc: false });
     cleanups.push(() => gw.stop());
     say(`gateway pid ${gw.pid}; ${minutes} min at ${clients} clients (3 puts : 1 get), RSS every 200 ms`);
-    say(`gateway V8 flags: ${chartNodeArgs(ROOT).join(' ') || 'none'} (the chart's defaults, as in npm run bench)`);
+    say(`gateway V8 flags: ${gw.v8Flags.join(' ') || 'none'} (the chart's defaults, as in npm run bench)`);
 
     const versions = new Int32Array(records).fill(1);
     const perClient = (i) => {

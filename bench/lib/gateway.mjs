@@ -67,7 +67,7 @@ function cleanEnv() {
  * gateway as it is deployed. Without a heap limit Node sizes the heap from the machine's
  * memory and V8 lets it grow to several times what survives a collection.
  */
-export function chartNodeArgs(root) {
+function chartNodeArgs(root) {
   const g = parse(readFileSync(join(root, 'chart', 'values.yaml'), 'utf8'))?.gateway ?? {};
   return [
     ...(g.maxHeapMB ? [`--max-old-space-size=${Number(g.maxHeapMB)}`] : []),
@@ -84,13 +84,17 @@ export async function startGateway(opts) {
   const port = await freePort();
   const metricsPort = await freePort();
   const grpcPort = opts.grpc ? await freePort() : 0;
-  const nodeArgs = [
-    // As deployed (the chart's NODE_OPTIONS), unless `nodeDefaults` asks for Node's own.
+  // The heap flags: as deployed (the chart's NODE_OPTIONS) unless `nodeDefaults` asks for
+  // Node's own, then experiments (e.g. KSLATE_BENCH_NODE_ARGS="--max-semi-space-size=8"; the
+  // last of a flag wins).
+  const v8Flags = [
     ...(opts.nodeDefaults ? [] : chartNodeArgs(opts.root)),
+    ...(process.env.KSLATE_BENCH_NODE_ARGS ? process.env.KSLATE_BENCH_NODE_ARGS.split(/\s+/).filter(Boolean) : []),
+  ];
+  const nodeArgs = [
     ...(opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : []),
     ...(opts.traceGc ? ['--trace-gc'] : []),
-    // Experiments with V8 flags (e.g. heap sizes): KSLATE_BENCH_NODE_ARGS="--max-semi-space-size=8".
-    ...(process.env.KSLATE_BENCH_NODE_ARGS ? process.env.KSLATE_BENCH_NODE_ARGS.split(/\s+/).filter(Boolean) : []),
+    ...v8Flags,
   ];
   const args = [
     ...nodeArgs,
@@ -167,6 +171,8 @@ export async function startGateway(opts) {
     port,
     grpcPort,
     pid: child.pid,
+    /** The V8 flags it runs with (the chart's, then KSLATE_BENCH_NODE_ARGS). */
+    v8Flags,
     sampler,
     tail,
     gcEvents,

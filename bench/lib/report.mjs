@@ -89,7 +89,7 @@ export function renderTable(rows, targets, meta) {
   lines.push(`seeds: ${meta.sizesText}; ${meta.durationsText}`);
   lines.push(`gateway RSS after start ${meta.idleRssMb} MB; machine busy before the run: ${meta.busyBefore} cores (other processes)`);
   lines.push(
-    `gateway V8 flags: ${meta.gatewayNodeArgs?.length ? meta.gatewayNodeArgs.join(' ') : 'none'} (${meta.gatewayNodeArgsFrom ?? 'Node defaults'}${process.env.KSLATE_BENCH_NODE_ARGS ? ' + KSLATE_BENCH_NODE_ARGS' : ''})`,
+    `gateway V8 flags: ${meta.gatewayV8Flags?.length ? meta.gatewayV8Flags.join(' ') : 'none'} (${meta.gatewayV8FlagsFrom})`,
   );
   lines.push('');
   lines.push('| scenario | via | clients | throughput | p50 ms | p99 ms | gateway RSS MB | CPU cores gw / pg / loadgen / other | ratio | ratio to reference | target |');

@@ -19,7 +19,7 @@
  */
 import http2 from 'node:http2';
 import { join } from 'node:path';
-import { CLASS, checkpoint } from './db.mjs';
+import { CLASS } from './db.mjs';
 import { authOf } from './gateway.mjs';
 import { cannon, Probe } from './load.mjs';
 import { row } from './scenarios.mjs';
@@ -69,8 +69,6 @@ function withRatio(r, httpPut) {
 }
 
 export async function mcpScenario(ctx, httpPut) {
-  // As before the HTTP put it is compared with (putReference): the same WAL state at the start.
-  await checkpoint(ctx.dbUrl);
   const { cfg, versions, say } = ctx;
   const c = cfg.levels[cfg.levels.length - 1];
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
@@ -113,8 +111,6 @@ export async function mcpScenario(ctx, httpPut) {
  * `isError`, so applied puts are counted from the answers, not from the status.
  */
 export async function mcpWireScenario(ctx, httpPut) {
-  // As before the HTTP put it is compared with (putReference): the same WAL state at the start.
-  await checkpoint(ctx.dbUrl);
   const { cfg, versions, say } = ctx;
   const c = cfg.levels[cfg.levels.length - 1];
   const { LATEST_PROTOCOL_VERSION } = await import('@modelcontextprotocol/sdk/types.js');
@@ -171,8 +167,6 @@ export async function mcpWireScenario(ctx, httpPut) {
  * (STALE is ABORTED): the agent reads the current version with a Get, as the grpc-js run does.
  */
 export async function grpcWireScenario(ctx, httpPut) {
-  // As before the HTTP put it is compared with (putReference): the same WAL state at the start.
-  await checkpoint(ctx.dbUrl);
   const { cfg, versions, say, root } = ctx;
   const c = cfg.levels[cfg.levels.length - 1];
   const def = await loadSvcProto(root);
@@ -261,8 +255,6 @@ function toValue(x) {
 }
 
 export async function grpcScenario(ctx, httpPut) {
-  // As before the HTTP put it is compared with (putReference): the same WAL state at the start.
-  await checkpoint(ctx.dbUrl);
   const { cfg, versions, say, root } = ctx;
   const c = cfg.levels[cfg.levels.length - 1];
   const grpc = await import('@grpc/grpc-js');
