@@ -116,7 +116,7 @@ describe('ApiKeyProvider: authentication', () => {
     }
   });
 
-  it('compares against every entry even when the first matches', async () => {
+  it('finds the entry by digest and compares that one digest in constant time', async () => {
     writeFileSync(
       file,
       `keys:\n` +
@@ -126,12 +126,29 @@ describe('ApiKeyProvider: authentication', () => {
     );
     const p = await openProvider();
     const spy = vi.mocked(crypto.timingSafeEqual);
-    spy.mockClear();
-    expect((await p.authenticate(ALICE_KEY))?.name).toBe('alice');
-    expect(spy).toHaveBeenCalledTimes(3);
+    for (const [key, name] of [[ALICE_KEY, 'alice'], [BOB_KEY, 'bob'], [CAROL_KEY, 'carol']]) {
+      spy.mockClear();
+      expect((await p.authenticate(key))?.name).toBe(name);
+      // One comparison whatever the number of keys (not one per entry), of the presented digest.
+      expect(spy).toHaveBeenCalledTimes(1);
+      expect(Buffer.from(spy.mock.calls[0][0] as Uint8Array).toString('hex')).toBe(sha(key));
+      expect(Buffer.from(spy.mock.calls[0][1] as Uint8Array).toString('hex')).toBe(sha(key));
+    }
     spy.mockClear();
     expect(await p.authenticate('nobody')).toBeNull();
-    expect(spy).toHaveBeenCalledTimes(3);
+    expect(spy).toHaveBeenCalledTimes(0);
+  });
+
+  it('matches among many keys, and a reload indexes the new list', async () => {
+    const many = Array.from({ length: 500 }, (_, i) => `many-key-${i}-${'x'.repeat(i % 7)}`);
+    writeFileSync(file, `keys:\n${many.map((k, i) => `  - name: k${i}\n    sha256: ${sha(k)}\n`).join('')}`);
+    const p = await openProvider();
+    for (const i of [0, 1, 250, 499]) expect((await p.authenticate(many[i]))?.name).toBe(`k${i}`);
+    expect(await p.authenticate('many-key-500-')).toBeNull();
+    // The same keys under other names: the old index must not answer.
+    writeFileSync(file, `keys:\n${many.slice(0, 3).map((k, i) => `  - name: renamed${i}\n    sha256: ${sha(k)}\n`).join('')}`);
+    await vi.waitFor(async () => expect((await p.authenticate(many[1]))?.name).toBe('renamed1'), { timeout: 5000 });
+    expect(await p.authenticate(many[250])).toBeNull();
   });
 
   it('accepts an empty key list, warning that nothing is accepted', async () => {
