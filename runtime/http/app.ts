@@ -102,6 +102,20 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
   return app;
 }
 
+/**
+ * The query parameter names of a URL as sent, repeats included. Most requests have no query:
+ * they skip parsing the URL (a WHATWG URL per request was ~1% of a get's gateway CPU).
+ */
+export function queryNames(url: string): string[] {
+  const hash = url.indexOf('#');
+  const end = hash < 0 ? url.length : hash;
+  const q = url.lastIndexOf('?', end - 1);
+  const query = q < 0 ? '' : url.slice(url.indexOf('?'), end);
+  if (query.length <= 1) return [];
+  // URLSearchParams drops one leading '?' of its input: the first '?' starts the query.
+  return [...new URLSearchParams(query).keys()];
+}
+
 /** Liveness: the process is up and answering; independent of the database, 200 while draining too. */
 export function healthz(c: Context): Response {
   return c.json({ status: 'ok' }, 200);
@@ -119,7 +133,7 @@ async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: P
     const body: RawBody = op.write ? await readBody(c.req.raw) : { kind: 'none' };
     // The rest of an oversized body is never read, so this connection cannot carry another request.
     if (body.kind === 'too-large') close = true;
-    const names = [...new URL(c.req.url).searchParams.keys()];
+    const names = queryNames(c.req.url);
     return op.fromHttp({ params: c.req.param() as Record<string, string>, query: c.req.query(), names, body });
   });
   if (r.identity) c.set('author', r.identity.author);
