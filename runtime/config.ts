@@ -41,6 +41,8 @@ export interface Config {
   drainTimeoutMs: number;
   /** Budget for one request's database work; the server-side timeouts and the client-side bound. */
   dbTimeoutMs: number;
+  /** The request pool's connections (the sweep and maintenance use two more). */
+  dbPoolSize: number;
   /** dev only: the embedded PostgreSQL's port. */
   devPgPort: number;
   /** Serve the read-only web console at /ui on the API port (docs/console.md). */
@@ -114,6 +116,11 @@ export const FLAGS: Record<string, FlagSpec> = {
     env: 'KSLATE_DB_TIMEOUT',
     help: "a request's database work longer than this answers 503 UNAVAILABLE",
     default: '10s',
+  },
+  'db-pool-size': {
+    env: 'KSLATE_DB_POOL_SIZE',
+    help: 'database connections for requests; more requests than this wait in the gateway, not in PostgreSQL',
+    default: '10',
   },
   ui: { env: 'KSLATE_UI', help: 'serve the read-only web console at /ui on the API port (true or false)', default: 'true' },
   'watch-poll-interval': {
@@ -256,6 +263,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     dataDir: raw('data-dir') ?? '.kslate',
     drainTimeoutMs: duration('drain-timeout', '25s'),
     dbTimeoutMs: duration('db-timeout', '10s'),
+    dbPoolSize: int('db-pool-size', 1, 1000),
     devPgPort: int('dev-pg-port', 1, 65535),
     ui: ui === 'true',
     watchPollMs: duration('watch-poll-interval', '100ms'),

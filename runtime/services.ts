@@ -124,6 +124,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
   const applicationName = `kslate ${hostname()}/${process.pid}`.slice(0, 63);
   const pool = createPool({
     connectionString: cfg.databaseUrl,
+    max: cfg.dbPoolSize,
     timeoutMs: cfg.dbTimeoutMs,
     applicationName,
     onPoolError: (e) =>

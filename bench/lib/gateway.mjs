@@ -67,8 +67,12 @@ function cleanEnv() {
  * gateway as it is deployed. Without a heap limit Node sizes the heap from the machine's
  * memory and V8 lets it grow to several times what survives a collection.
  */
+function chartValues(root) {
+  return parse(readFileSync(join(root, 'chart', 'values.yaml'), 'utf8'))?.gateway ?? {};
+}
+
 function chartNodeArgs(root) {
-  const g = parse(readFileSync(join(root, 'chart', 'values.yaml'), 'utf8'))?.gateway ?? {};
+  const g = chartValues(root);
   return [
     ...(g.maxHeapMB ? [`--max-old-space-size=${Number(g.maxHeapMB)}`] : []),
     ...(g.maxSemiSpaceMB ? [`--max-semi-space-size=${Number(g.maxSemiSpaceMB)}`] : []),
@@ -108,6 +112,8 @@ export async function startGateway(opts) {
     '--metrics-port', String(metricsPort),
     ...(grpcPort ? ['--grpc-port', String(grpcPort)] : []),
     '--log-level', 'info',
+    // The chart's request pool size when it sets one (0: the gateway's default).
+    ...(chartValues(opts.root).dbPoolSize ? ['--db-pool-size', String(chartValues(opts.root).dbPoolSize)] : []),
     ...(opts.extraArgs ?? []),
   ];
   const child = spawn(process.execPath, args, { cwd: opts.root, env: { ...cleanEnv(), ...(opts.env ?? {}) }, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -72,6 +72,13 @@ export const ValuesSchema = v.pipe(v.strictObject({
       ),
     }), describe('The gateway\'s PodDisruptionBudget.')),
     resources: resources('gateway'),
+    dbPoolSize: v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(0),
+      v.maxValue(1000),
+      describe('Database connections per replica for requests (--db-pool-size); 0 = the gateway\'s default (10). Keep replicas x this near twice PostgreSQL\'s cores and below its max_connections.'),
+    ),
     maxHeapMB: v.pipe(
       v.number(),
       v.integer(),

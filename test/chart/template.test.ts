@@ -121,6 +121,12 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       expect(env(render(v, ['default'], { 'gateway.maxHeapMB': 1024 }))).toEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=1024' });
       expect(env(render(v, ['default'], { 'gateway.maxHeapMB': 0 }))).toBeUndefined();
     });
+    test('gateway.dbPoolSize: passed as --db-pool-size when set; 0 leaves the gateway\'s default', () => {
+      const gwArgs = (objs: K8sObject[]) => args(find(objs, 'Deployment', GATEWAY));
+      expect(gwArgs(render(v))).not.toContain('--db-pool-size');
+      const set = gwArgs(render(v, ['default'], { 'gateway.dbPoolSize': 6 }));
+      expect(set[set.indexOf('--db-pool-size') + 1]).toBe('6');
+    });
     test('gateway.maxSemiSpaceMB: NODE_OPTIONS sizes the young generation beside the heap cap (0, Node\'s default, by default)', () => {
       const env = (objs: K8sObject[]) => container(find(objs, 'Deployment', GATEWAY)).env.find((e: { name: string }) => e.name === 'NODE_OPTIONS');
       expect(env(render(v, ['default'], { 'gateway.maxSemiSpaceMB': 64 }))).toEqual({

@@ -248,6 +248,20 @@ describe('--drain-timeout and --db-timeout (durations)', () => {
   });
 });
 
+describe('--db-pool-size (KSLATE_DB_POOL_SIZE)', () => {
+  it('defaults to 10 and takes a flag or the variable', () => {
+    expect(parseConfig([], {}).dbPoolSize).toBe(10);
+    expect(parseConfig(['--db-pool-size', '4'], {}).dbPoolSize).toBe(4);
+    expect(parseConfig([], { KSLATE_DB_POOL_SIZE: '32' }).dbPoolSize).toBe(32);
+  });
+  it('rejects anything but an integer from 1 to 1000, naming the flag and variable', () => {
+    for (const bad of ['0', '-1', '1001', '2.5', 'many']) {
+      const e = configError(() => parseConfig([`--db-pool-size=${bad}`], {}));
+      expect(e.message).toContain('--db-pool-size (KSLATE_DB_POOL_SIZE)');
+    }
+  });
+});
+
 describe('--dev-pg-port (KSLATE_DEV_PG_PORT)', () => {
   it('defaults to 54329 and takes a flag or the variable', () => {
     expect(parseConfig([], {}).devPgPort).toBe(54329);
