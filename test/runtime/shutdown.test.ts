@@ -130,7 +130,8 @@ const within = <T>(p: Promise<T>, ms: number, what: string) =>
 
 describe('kslate serve on SIGTERM', { timeout: 90_000 }, () => {
   it(`answers /readyz 503 at once, finishes all ${IN_FLIGHT} requests in flight, then exits 0 with a line per phase`, async () => {
-    const gw = await serve(['--db-timeout', '60s', '--drain-timeout', '20s', '--grpc-port', String(await freePort())]);
+    // Every request reaches PostgreSQL's lock queue: a pool of at least IN_FLIGHT connections.
+    const gw = await serve(['--db-timeout', '60s', '--drain-timeout', '20s', '--db-pool-size', String(IN_FLIGHT), '--grpc-port', String(await freePort())]);
     const rids = Array.from({ length: IN_FLIGHT }, (_, i) => `r${i}`);
     for (const rid of rids) expect((await put(gw, rid, 'v1', 0)).status).toBe(201);
 
