@@ -61,18 +61,18 @@ function cleanEnv() {
   return env;
 }
 
-/**
- * The V8 flags the chart gives the gateway by default (chart/values.yaml: gateway.maxHeapMB,
- * gateway.maxSemiSpaceMB, which the deployment puts in NODE_OPTIONS), so the bench measures the
- * gateway as it is deployed. Without a heap limit Node sizes the heap from the machine's
- * memory and V8 lets it grow to several times what survives a collection.
- */
+/** The chart's gateway values (chart/values.yaml), so the bench runs the gateway as it is deployed. */
 function chartValues(root) {
   return parse(readFileSync(join(root, 'chart', 'values.yaml'), 'utf8'))?.gateway ?? {};
 }
 
-function chartNodeArgs(root) {
-  const g = chartValues(root);
+/**
+ * The V8 flags the chart gives the gateway by default (gateway.maxHeapMB,
+ * gateway.maxSemiSpaceMB, which the deployment puts in NODE_OPTIONS). Without a heap limit Node
+ * sizes the heap from the machine's memory and V8 lets it grow to several times what survives
+ * a collection.
+ */
+function chartNodeArgs(g) {
   return [
     ...(g.maxHeapMB ? [`--max-old-space-size=${Number(g.maxHeapMB)}`] : []),
     ...(g.maxSemiSpaceMB ? [`--max-semi-space-size=${Number(g.maxSemiSpaceMB)}`] : []),
@@ -88,11 +88,12 @@ export async function startGateway(opts) {
   const port = await freePort();
   const metricsPort = await freePort();
   const grpcPort = opts.grpc ? await freePort() : 0;
+  const chart = chartValues(opts.root);
   // The heap flags: as deployed (the chart's NODE_OPTIONS) unless `nodeDefaults` asks for
   // Node's own, then experiments (e.g. KSLATE_BENCH_NODE_ARGS="--max-semi-space-size=8"; the
   // last of a flag wins).
   const v8Flags = [
-    ...(opts.nodeDefaults ? [] : chartNodeArgs(opts.root)),
+    ...(opts.nodeDefaults ? [] : chartNodeArgs(chart)),
     ...(process.env.KSLATE_BENCH_NODE_ARGS ? process.env.KSLATE_BENCH_NODE_ARGS.split(/\s+/).filter(Boolean) : []),
   ];
   const nodeArgs = [
@@ -113,7 +114,7 @@ export async function startGateway(opts) {
     ...(grpcPort ? ['--grpc-port', String(grpcPort)] : []),
     '--log-level', 'info',
     // The chart's request pool size when it sets one (0: the gateway's default).
-    ...(chartValues(opts.root).dbPoolSize ? ['--db-pool-size', String(chartValues(opts.root).dbPoolSize)] : []),
+    ...(chart.dbPoolSize ? ['--db-pool-size', String(chart.dbPoolSize)] : []),
     ...(opts.extraArgs ?? []),
   ];
   const child = spawn(process.execPath, args, { cwd: opts.root, env: { ...cleanEnv(), ...(opts.env ?? {}) }, stdio: ['ignore', 'pipe', 'pipe'] });

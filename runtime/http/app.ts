@@ -109,11 +109,10 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
 export function queryNames(url: string): string[] {
   const hash = url.indexOf('#');
   const end = hash < 0 ? url.length : hash;
-  const q = url.lastIndexOf('?', end - 1);
-  const query = q < 0 ? '' : url.slice(url.indexOf('?'), end);
-  if (query.length <= 1) return [];
-  // URLSearchParams drops one leading '?' of its input: the first '?' starts the query.
-  return [...new URLSearchParams(query).keys()];
+  // The first '?' before any '#' starts the query; URLSearchParams drops it (one leading '?').
+  const q = url.indexOf('?');
+  if (q < 0 || q >= end - 1) return [];
+  return [...new URLSearchParams(url.slice(q, end)).keys()];
 }
 
 /** Liveness: the process is up and answering; independent of the database, 200 while draining too. */

@@ -104,7 +104,7 @@ export function parseKeyFile(text: string): KeyEntry[] {
  * entry's digest in constant time. The lookup's timing can only tell how a digest the caller
  * cannot choose compares with stored ones, which gives no way to a key (the same reasoning as
  * storing digests at all); comparing with every entry instead cost a compare per key per
- * request (64 keys: 2–4% of a get's gateway CPU, growing with the key file; docs/identity.md).
+ * request (64 keys: 2–4% of a get's gateway CPU, growing with the key file; docs/decisions.md, Identity).
  */
 export function matchKey(entries: readonly KeyEntry[], token: string): KeyEntry | undefined {
   let index = indexes.get(entries);
