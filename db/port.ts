@@ -93,24 +93,31 @@ export interface HistoryInsert {
   invocation?: Record<string, unknown> | null;
 }
 
-export interface HistoryRow {
-  seq: number;
-  field: string;
-  op: string;
-  version: number | null;
-  record_version: number | null;
-  value: unknown;
-  value_size: number | null;
-  value_sha256: string | null;
-  author: string;
-  identity_strength: string | null;
-  evidence: string | null;
-  expected_version: number | null;
-  based_on: StoredPremise[] | null;
-  invocation: Record<string, unknown> | null;
-  outcome: string;
-  created_at: Date;
+/**
+ * A page of history as readHistory returns it: each row as the JSON it was rendered to when it
+ * was written (migration 0008, `kslate_history_text`: the API's history row, `based_on` and
+ * `created_at` (UTC) its last keys), newest first, joined by `,` — the page's JSON array
+ * without its brackets. Rows the reader asked to see marked (`mark`) come as `RS <json> US`
+ * (ASCII 30 and 31, which JSON text cannot hold unescaped), for it to rewrite their ends.
+ */
+export interface HistoryPage {
+  rows: string;
+  /** How many rows `rows` holds. */
+  count: number;
+  /** The seq of its last (oldest) row; null for an empty page. */
+  lastSeq: number | null;
+  /** Older rows remain. */
+  more: boolean;
 }
+
+/**
+ * Which rows of a history page come marked: none, those with premises (a reader whose role
+ * does not read every field), or all (a gateway whose time zone is not UTC).
+ */
+export type HistoryMark = 'none' | 'premises' | 'all';
+
+/** A marked row in HistoryPage.rows. */
+export const HISTORY_MARKED_ROW = /\x1e([^\x1f]*)\x1f/g;
 
 /**
  * The new state of one field after an applied write. For an append field `value` is the new
@@ -239,8 +246,8 @@ export interface Db {
   readHistory(
     cls: string,
     rid: string,
-    opts: { fields: string[] | null; beforeSeq: number | null; limit: number; maxBytes: number },
-  ): Promise<{ rows: HistoryRow[]; more: boolean }>;
+    opts: { fields: string[] | null; beforeSeq: number | null; limit: number; maxBytes: number; mark: HistoryMark },
+  ): Promise<HistoryPage>;
   /** True when the record exists or any history row names it. */
   recordOrHistoryExists(cls: string, rid: string): Promise<boolean>;
   /** A rejection decided before the write transaction (scope, identity): one statement. */

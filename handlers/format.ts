@@ -13,6 +13,24 @@ export function formatTime(d: Date): string {
   );
 }
 
+/**
+ * True when this process's time zone is UTC at every instant (read once, at start; Workers
+ * always are): formatTime then writes `+00:00`, and times PostgreSQL wrote in UTC need no
+ * rewriting (history rows stored rendered, db/migrations/0008). Europe/London is +00:00 only
+ * in winter, so the zone's name decides, not today's offset.
+ */
+export const TIME_ZONE_IS_UTC = zoneIsUtc();
+
+function zoneIsUtc(): boolean {
+  let zone: string | undefined;
+  try {
+    zone = new Intl.DateTimeFormat().resolvedOptions().timeZone;
+  } catch {
+    return false;
+  }
+  return /^(Etc\/)?(UTC|UCT|GMT|GMT0|GMT[+-]0|Universal|Zulu|Greenwich)$/.test(zone ?? '') && new Date().getTimezoneOffset() === 0;
+}
+
 /** JSON with object keys sorted, so equal values have equal text. */
 export function canonicalJson(v: unknown): string {
   return JSON.stringify(sortKeys(v));

@@ -1,12 +1,24 @@
 /** history: GET /v1/records/{class}/{id}/history?field=&limit=N&before=<cursor>; gRPC History; MCP resource kslate://records/{class}/{id}/history. */
 import * as v from 'valibot';
-import type { HistoryRow } from '../db/port.js';
+import { HISTORY_MARKED_ROW, type HistoryMark, type StoredPremise } from '../db/port.js';
 import type { Ctx } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { SvcError } from './errors.js';
 import { parseCount } from './limits.js';
-import { formatTime, MAX_RESPONSE_BYTES } from './format.js';
-import { authorize, canRead, checkParams, checkRecordId, checkScopeOwner, readableFields, requireReadable, resolveField, visiblePremises, type Outcome } from './pipeline.js';
+import { formatTime, MAX_RESPONSE_BYTES, TIME_ZONE_IS_UTC } from './format.js';
+import {
+  authorize,
+  canRead,
+  checkParams,
+  checkRecordId,
+  checkScopeOwner,
+  jsonOutcome,
+  readableFields,
+  requireReadable,
+  resolveField,
+  visiblePremises,
+  type Outcome,
+} from './pipeline.js';
 
 export interface HistoryInput {
   class: string;
@@ -65,21 +77,31 @@ export async function history(ctx: Ctx, input: HistoryInput): Promise<Outcome> {
     input.before === undefined ? null : await decodeCursor(key, input.before, { t: 'before', b: binding }, where);
 
   const allReadable = input.field === undefined && fields.length === access.cls.fields.size;
+  // The page is the rows' stored JSON text (db/migrations/0008), sent as it is: no row is
+  // parsed or built here. A row's last keys are its premises and its time (UTC), so a reader
+  // that might not see every premise has the rows with premises marked, and a gateway outside
+  // UTC has every row marked, to rewrite their ends (ownRow).
+  const readAll = access.roles.some((r) => r.readAll);
+  const mark: HistoryMark = !TIME_ZONE_IS_UTC ? 'all' : readAll ? 'none' : 'premises';
   // A page stops at `limit` rows or MAX_RESPONSE_BYTES, whichever comes first.
-  const { rows: page, more } = await ctx.db.readHistory(input.class, input.id, {
+  const page = await ctx.db.readHistory(input.class, input.id, {
     fields: allReadable ? null : fields,
     beforeSeq,
     limit,
     maxBytes: MAX_RESPONSE_BYTES,
+    mark,
   });
-  if (page.length === 0 && beforeSeq === null && !(await ctx.db.recordOrHistoryExists(input.class, input.id))) {
+  if (page.count === 0 && beforeSeq === null && !(await ctx.db.recordOrHistoryExists(input.class, input.id))) {
     throw new SvcError('NOT_FOUND', `Record ${access.record} does not exist and has no history.`, where);
   }
-  const body: Record<string, unknown> = { record: access.record, history: page.map((r) => renderHistoryRow(r, (f) => canRead(access, f))) };
-  if (more && page.length > 0) {
-    body.next_before = await encodeCursor(key, { t: 'before', b: binding, p: page[page.length - 1].seq });
+  const readable = (f: string) => canRead(access, f);
+  const rows = mark === 'none' ? page.rows : page.rows.replace(HISTORY_MARKED_ROW, (_m, row: string) => ownRow(row, readable));
+  let end = ']';
+  if (page.more && page.lastSeq !== null) {
+    end += `,"next_before":${JSON.stringify(await encodeCursor(key, { t: 'before', b: binding, p: page.lastSeq }))}`;
   }
-  return { body };
+  // In three parts: the page's rows (often hundreds of KB) are not copied into another string.
+  return jsonOutcome([`{"record":${JSON.stringify(access.record)},"history":[`, rows, `${end}}`]);
 }
 
 export function parseLimit(
@@ -91,25 +113,24 @@ export function parseLimit(
   return raw === undefined ? dflt : parseCount('limit', raw, 1, max, where);
 }
 
-function renderHistoryRow(r: HistoryRow, readable: (field: string) => boolean): Record<string, unknown> {
-  const out: Record<string, unknown> = { seq: r.seq, field: r.field, op: r.op };
-  if (r.version !== null) out.version = r.version;
-  if (r.record_version !== null) out.record_version = r.record_version;
-  if (r.value_sha256 !== null) {
-    // Over 64 KiB on a scope/evidence/identity rejection: only its size and digest are kept.
-    out.value_size = r.value_size;
-    out.value_sha256 = r.value_sha256;
-  } else if (r.value !== null) {
-    out.value = r.value;
+/** `,"created_at":"2026-11-24T19:40:46.914+00:00"}`: how every stored row ends. */
+const TIME_END = ',"created_at":"'.length + 29 + 2;
+const PREMISES_KEY = ',"based_on":';
+
+/**
+ * A stored row as this reader gets it: the premises it may see (visiblePremises), the time in
+ * this gateway's offset. The row ends `…"outcome":"…"[,"based_on":[…]],"created_at":"<UTC>"}`:
+ * with premises the part before the time ends in `]`, where without it ends in the outcome's
+ * closing quote, and `,"based_on":` cannot occur unescaped inside the premises' own text.
+ */
+function ownRow(row: string, readable: (field: string) => boolean): string {
+  let head = row.slice(0, row.length - TIME_END);
+  const utc = row.slice(row.length - 31, row.length - 2);
+  if (head.endsWith(']')) {
+    const at = head.lastIndexOf(PREMISES_KEY);
+    const seen = visiblePremises(JSON.parse(head.slice(at + PREMISES_KEY.length)) as StoredPremise[], readable);
+    head = head.slice(0, at) + (seen !== null ? `${PREMISES_KEY}${JSON.stringify(seen)}` : '');
   }
-  out.author = r.author;
-  if (r.identity_strength !== null) out.identity_strength = r.identity_strength;
-  if (r.evidence !== null) out.evidence = r.evidence;
-  if (r.expected_version !== null) out.expected_version = r.expected_version;
-  const basedOn = visiblePremises(r.based_on, readable);
-  if (basedOn !== null) out.based_on = basedOn;
-  if (r.invocation !== null) out.invocation = r.invocation;
-  out.outcome = r.outcome;
-  out.created_at = formatTime(r.created_at);
-  return out;
+  const time = TIME_ZONE_IS_UTC ? utc : formatTime(new Date(Date.parse(utc)));
+  return `${head},"created_at":"${time}"}`;
 }

@@ -32,8 +32,30 @@ export interface Outcome {
   /** The write created the record. */
   created?: boolean;
   body: Record<string, unknown>;
+  /**
+   * The body already as JSON text (history: rows stored rendered), whole or in parts that
+   * follow one another (so a large page is never copied into one string). HTTP sends it as it
+   * is; `body` is then a getter that parses it, once, for the transports that need an object.
+   */
+  json?: string | readonly string[];
   /** A watch: the stream to write once the checks passed (handlers/watch.ts); `body` is then empty. */
   stream?: WatchStream;
+}
+
+/** An outcome whose body is JSON text: sent as is over HTTP, parsed on first use of `body`. */
+export function jsonOutcome(json: string | readonly string[]): Outcome {
+  let body: Record<string, unknown> | undefined;
+  return {
+    json,
+    get body() {
+      return (body ??= JSON.parse(jsonText(json)) as Record<string, unknown>);
+    },
+  };
+}
+
+/** An outcome's JSON text as one string. */
+export function jsonText(json: string | readonly string[]): string {
+  return typeof json === 'string' ? json : json.join('');
 }
 
 /** The caller's standing in a class after steps 2–4. */

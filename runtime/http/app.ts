@@ -11,7 +11,7 @@ import { watchOperations } from '../../handlers/watch.js';
 import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } from '../mcp/server.js';
 import { runRequest, type AppServices } from '../request.js';
 import { readBody } from './body.js';
-import { reply } from './reply.js';
+import { reply, replyText } from './reply.js';
 import { serveWatch } from './watch-sse.js';
 import { requestIdFrom, requestMeta, type AppEnv, type PeerAddress } from './env.js';
 import { OPENAPI_PATH, serveOpenApi } from './openapi.js';
@@ -140,5 +140,6 @@ async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: P
     c.set('errorCode', r.error.code);
     return reply(c, r.error.status, r.error.body(), close);
   }
-  return reply(c, r.out.created ? 201 : 200, r.out.body, close);
+  // A body the handler already wrote as JSON text (history) goes out as it is.
+  return replyText(c, r.out.created ? 201 : 200, r.out.json ?? JSON.stringify(r.out.body), close);
 }

@@ -8,8 +8,43 @@ import type { AppEnv } from './env.js';
  * plus a header set afterwards builds two `Headers` objects per request.
  */
 export function reply(c: Context<AppEnv>, status: number, body: unknown, close = false): Response {
+  return replyText(c, status, JSON.stringify(body), close);
+}
+
+/**
+ * The same with the body already JSON text. Parts are encoded one after another into one
+ * byte array: joining a large page into one string first cost a copy of it and a second pass
+ * to measure it (Buffer.byteLength on a concatenation flattens it), ~10% of a history page's
+ * gateway CPU.
+ */
+export function replyText(c: Context<AppEnv>, status: number, json: string | readonly string[], close = false): Response {
   c.set('replied', true);
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': c.get('requestId') };
   if (close) headers.connection = 'close';
-  return new Response(JSON.stringify(body), { status, headers });
+  return new Response(typeof json === 'string' ? json : utf8(json), { status, headers });
+}
+
+const encoder = new TextEncoder();
+
+/** Strings as one UTF-8 byte array, each encoded once, straight into place. */
+export function utf8(parts: readonly string[]): Uint8Array<ArrayBuffer> {
+  let chars = 0;
+  for (const p of parts) chars += p.length;
+  // One byte per character fits ASCII; text that needs more grows the array (each UTF-16
+  // unit takes at most 3 bytes).
+  let buf = new Uint8Array(chars + 256);
+  let at = 0;
+  for (const part of parts) {
+    let rest = part;
+    for (;;) {
+      const { read, written } = encoder.encodeInto(rest, buf.subarray(at));
+      at += written;
+      if (read === rest.length) break;
+      rest = rest.slice(read);
+      const bigger = new Uint8Array(Math.max(buf.length * 2, at + rest.length * 3));
+      bigger.set(buf.subarray(0, at));
+      buf = bigger;
+    }
+  }
+  return buf.subarray(0, at);
 }

@@ -7,7 +7,7 @@
  * route's path parameters (percent-decoded, as HTTP decodes them), its query string the
  * route's query parameters, and the operation table's own `fromHttp` builds the handler
  * input, which `invoke` runs with the caller's identity and X-Svc-Scope. So a resource's
- * contents are the HTTP body byte for byte (JSON.stringify of the same object), and every
+ * contents are the HTTP body byte for byte (the same JSON text, or JSON.stringify of the same object), and every
  * refusal (NO_ROLE, SCOPE_DENIED, NOT_FOUND, MALFORMED, read-scope redaction) is the
  * handler's own. No rule lives here.
  *
@@ -17,6 +17,7 @@
 import type { ListResourcesResult, ListResourceTemplatesResult, ReadResourceResult, Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
 import type { Ctx } from '../../handlers/context.js';
 import { SvcError } from '../../handlers/errors.js';
+import { jsonText, type Outcome } from '../../handlers/pipeline.js';
 import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
 
 export const RESOURCE_SCHEME = 'kslate://';
@@ -97,7 +98,7 @@ export const RESOURCE_TEMPLATES: ResourceTemplate[] = [
 
 /** `resources/list`: a resource per class the caller has a role in, as GET /v1/classes decides. */
 export async function listResources(newCtx: () => Ctx): Promise<ListResourcesResult> {
-  const body = await run(newCtx, reads.classes, { params: {}, query: {}, names: [] });
+  const { body } = await run(newCtx, reads.classes, { params: {}, query: {}, names: [] });
   const list = (body.classes as { name: string; gone?: boolean }[]) ?? [];
   const resources: Resource[] = list.map((c) => ({
     uri: `${RESOURCE_SCHEME}classes/${encodeURIComponent(c.name)}`,
@@ -118,8 +119,8 @@ export function listResourceTemplates(): ListResourceTemplatesResult {
 /** `resources/read`: the URI's operation, run as the HTTP request it names. */
 export async function readResource(uri: string, newCtx: () => Ctx): Promise<ReadResourceResult> {
   const route = routeOf(uri);
-  const body = await run(newCtx, route.op, { params: route.params, query: route.query, names: route.names });
-  return { contents: [{ uri, mimeType: MIME_JSON, text: JSON.stringify(body) }] };
+  const out = await run(newCtx, route.op, { params: route.params, query: route.query, names: route.names });
+  return { contents: [{ uri, mimeType: MIME_JSON, text: out.json !== undefined ? jsonText(out.json) : JSON.stringify(out.body) }] };
 }
 
 /** Run one read with a fresh context; a refusal becomes a ResourceRefusal. */
@@ -127,11 +128,11 @@ async function run(
   newCtx: () => Ctx,
   op: Operation,
   req: { params: Record<string, string>; query: Record<string, string>; names: string[] },
-): Promise<Record<string, unknown>> {
+): Promise<Outcome> {
   const ctx = newCtx();
   try {
     const input = op.fromHttp({ ...req, body: { kind: 'none' } });
-    return (await invoke(op, ctx, input, TIMED)).body;
+    return await invoke(op, ctx, input, TIMED);
   } catch (e) {
     throw new ResourceRefusal(asSvcError(e, ctx));
   }

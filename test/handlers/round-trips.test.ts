@@ -147,15 +147,26 @@ describe('history reads use the record\'s index', () => {
       await seed.query(row(`'rt-other-' || (g % 20000)`, '180000'));
       await seed.query('analyze history');
       sentWithValues = [];
-      const page = await db.readHistory('incident', 'rt-hist', { fields: null, beforeSeq: null, limit: 1000, maxBytes: 4 << 20 });
-      expect(page.rows).toHaveLength(1000);
+      const page = await db.readHistory('incident', 'rt-hist', { fields: null, beforeSeq: null, limit: 1000, maxBytes: 4 << 20, mark: 'all' });
+      expect(page.count).toBe(1000);
+      expect(page.rows.match(/\x1e/g)).toHaveLength(1000);
+      expect(JSON.parse(`[${page.rows.replace(/[\x1e\x1f]/g, '')}]`)).toHaveLength(1000);
       expect(page.more).toBe(true);
       const stmt = sentWithValues.find((c) => /from history h/.test(c.text));
       expect(stmt).toBeDefined();
       const { rows } = await seed.query(`explain (analyze, format json) ${stmt!.text}`, stmt!.values);
       const plan = JSON.stringify(rows[0]['QUERY PLAN']);
-      expect(plan).not.toContain('history_pkey');
       expect(plan).toContain('"Index Name":"history_record"');
+      // The primary key appears only as the point lookup that renders a row written before
+      // migration 0008; these rows were rendered when written, so it never runs.
+      const nodes: Record<string, unknown>[] = [];
+      const walk = (n: Record<string, unknown>) => {
+        nodes.push(n);
+        for (const c of (n.Plans as Record<string, unknown>[] | undefined) ?? []) walk(c);
+      };
+      walk(rows[0]['QUERY PLAN'][0].Plan);
+      const pkey = nodes.filter((n) => n['Index Name'] === 'history_pkey');
+      for (const n of pkey) expect(n['Actual Loops'], JSON.stringify(n)).toBe(0);
       // No node of the plan read more history rows than a page asks for.
       const removed = [...plan.matchAll(/"Rows Removed by Filter":(\d+)/g)].map((m) => Number(m[1]));
       expect(Math.max(0, ...removed)).toBeLessThan(1000);
