@@ -380,7 +380,10 @@ export class PgDb implements Db, SweepDb, ChangeLog {
       // average record, for which only the record's index makes sense.
       const marked =
         mark === 'all' ? sql`chr(30) || doc || chr(31)` : mark === 'premises' ? sql`case when based_on is null then doc else chr(30) || doc || chr(31) end` : sql`doc`;
-      const res = await sql<{ n: string; kept: string; last: string | null; rows: string | null }>`
+      // A named statement per shape (fields, cursor, marks): planning this one cost ~0.4 ms
+      // of PostgreSQL CPU per page, a third of its execution.
+      const shape = `${fields === null ? 'all' : fields.length === 1 ? 'one' : 'some'}_${beforeSeq === null ? 'first' : 'before'}_${mark}`;
+      const q = sql<{ n: string; kept: string; last: string | null; rows: string | null }>`
         select count(*) as n, count(*) filter (where keep) as kept, min(id) filter (where keep) as last,
                string_agg(${marked}, ',' order by id desc) filter (where keep) as rows
         from (
@@ -400,7 +403,12 @@ export class PgDb implements Db, SweepDb, ChangeLog {
               order by h.id desc
               limit ${limit + 1}) page
             where ${notPurged(cls, rid, sql`page.id`)}
-            window w as (order by page.id desc)) page) x`.execute(this.kysely);
+            window w as (order by page.id desc)) page) x`.compile(this.kysely);
+      const res = await this.pool.query<{ n: string; kept: string; last: string | null; rows: string | null }>({
+        name: `kslate_history_${shape}`,
+        text: q.sql,
+        values: q.parameters as unknown[],
+      });
       const r = res.rows[0];
       const count = Number(r.kept);
       return { rows: r.rows ?? '', count, lastSeq: r.last === null ? null : Number(r.last), more: Number(r.n) > count };
