@@ -96,13 +96,14 @@ export interface HistoryInsert {
 /**
  * A page of history as readHistory returns it: each row as the JSON it was rendered to when it
  * was written (migration 0008, `kslate_history_text`: the API's history row, `based_on` and
- * `created_at` (UTC) its last keys), newest first, joined by `,` — the page's JSON array
- * without its brackets. Rows the reader asked to see marked (`mark`) come as `RS <json> US`
- * (ASCII 30 and 31, which JSON text cannot hold unescaped), for it to rewrite their ends.
+ * `created_at` (UTC) its last keys), newest first, in runs: each run is rows joined by `,`,
+ * and the runs joined by `,` are the page's JSON array without its brackets. Rows the reader
+ * asked to see marked (`mark`) come as `RS <json> US` (ASCII 30 and 31, which JSON text cannot
+ * hold unescaped), for it to rewrite their ends; a row never spans two runs.
  */
 export interface HistoryPage {
-  rows: string;
-  /** How many rows `rows` holds. */
+  runs: string[];
+  /** How many rows the runs hold. */
   count: number;
   /** The seq of its last (oldest) row; null for an empty page. */
   lastSeq: number | null;

@@ -95,13 +95,19 @@ export async function history(ctx: Ctx, input: HistoryInput): Promise<Outcome> {
     throw new SvcError('NOT_FOUND', `Record ${access.record} does not exist and has no history.`, where);
   }
   const readable = (f: string) => canRead(access, f);
-  const rows = mark === 'none' ? page.rows : page.rows.replace(HISTORY_MARKED_ROW, (_m, row: string) => ownRow(row, readable));
+  // In parts: the page's rows (often hundreds of KB) are never copied into one string.
+  const parts = [`{"record":${JSON.stringify(access.record)},"history":[`];
+  for (let i = 0; i < page.runs.length; i++) {
+    if (i > 0) parts.push(',');
+    const run = page.runs[i];
+    parts.push(mark === 'none' ? run : run.replace(HISTORY_MARKED_ROW, (_m, row: string) => ownRow(row, readable)));
+  }
   let end = ']';
   if (page.more && page.lastSeq !== null) {
     end += `,"next_before":${JSON.stringify(await encodeCursor(key, { t: 'before', b: binding, p: page.lastSeq }))}`;
   }
-  // In three parts: the page's rows (often hundreds of KB) are not copied into another string.
-  return jsonOutcome([`{"record":${JSON.stringify(access.record)},"history":[`, rows, `${end}}`]);
+  parts.push(`${end}}`);
+  return jsonOutcome(parts);
 }
 
 export function parseLimit(

@@ -87,7 +87,7 @@ describe('history', () => {
     try {
       const first = await db.readHistory('bulky', 'h1', { fields: null, beforeSeq: null, limit: 100, maxBytes: 1000, mark: 'none' });
       expect(first.count).toBe(1);
-      expect(JSON.parse(`[${first.rows}]`)).toHaveLength(1);
+      expect(JSON.parse(`[${first.runs.join(',')}]`)).toHaveLength(1);
       expect(first.more).toBe(true);
       const next = await db.readHistory('bulky', 'h1', { fields: null, beforeSeq: first.lastSeq, limit: 100, maxBytes: 1000, mark: 'none' });
       expect(next.count).toBe(1);
