@@ -60,6 +60,14 @@ export interface ReadRecordOptions {
   entriesBeforeSeq: number | null;
   /** Fields (in name order) then entries are kept while their running size stays within this; the first of each always. */
   maxBytes: number;
+  /**
+   * Ask for the fields as the API's `fields` object, rendered for a reader who may read every
+   * field, with times in UTC (`RecordRow.fieldsText`; needs `fields`). Given only when the
+   * store may decide alone: the rows come back instead whenever the text cannot stand for
+   * them (a field over the budget, an append field, a premise list or invocation of another
+   * shape than the gateway writes).
+   */
+  rendered?: boolean;
 }
 
 export interface RecordRow {
@@ -69,6 +77,8 @@ export interface RecordRow {
   record_version: number;
   created_at: Date;
   fields: FieldRow[];
+  /** The `fields` object as JSON text (ReadRecordOptions.rendered); `fields` is then empty. */
+  fieldsText?: string;
 }
 
 /** How a history row keeps the written value. */

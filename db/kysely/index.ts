@@ -277,6 +277,11 @@ export class PgDb implements Db, SweepDb, ChangeLog {
 
   readRecord(cls: string, rid: string, opts: ReadRecordOptions) {
     return this.guard(async () => {
+      if (opts.rendered && opts.fields) {
+        const row = await this.readRecordRendered(cls, rid, opts.fields, opts.maxBytes);
+        // null: no such record; false: the fields need the rows (below).
+        if (row !== false) return row;
+      }
       const names = opts.fields;
       // One statement: the record and its fields (a row per field, or one row with null
       // field columns). Values come along only when all the fields fit the budget (nearly
@@ -354,6 +359,63 @@ export class PgDb implements Db, SweepDb, ChangeLog {
       };
       return out;
     });
+  }
+
+  /**
+   * readRecord with `rendered` (ReadRecordOptions): the API's `fields` object as one JSON text
+   * built by PostgreSQL (handlers/pipeline.ts renderField, for a reader who may read every
+   * field, in UTC), the record's row and that text in one statement. A value is its stored
+   * JSON text. false when the text cannot stand for the rows: the fields do not all fit
+   * `maxBytes`, or one holds an append (entries), or `based_on` or `invocation` is not of the
+   * shape the gateway writes (then renderField decides). One named statement per shape.
+   */
+  private async readRecordRendered(cls: string, rid: string, names: string[], maxBytes: number): Promise<RecordRow | null | false> {
+    const utc = (col: string) =>
+      sql.raw(`to_char(${col} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS')`);
+    const res = await this.named<{ rec_id: number; rec_version: number; rec_created: number; fields: string | null }>(
+      'kslate_read_record_rendered',
+      [maxBytes, names, cls, rid],
+      () => sql`
+        select r.id as rec_id, r.record_version as rec_version, ${epochMs(sql`r.created_at`)} as rec_created,
+          (select case when coalesce(bool_and(x.fits and x.plain), true) then
+              '{' || coalesce(string_agg(to_json(x.name)::text || ':{'
+                || case when x.kind <> 'task' then '"value":' || coalesce(x.value::text, 'null') || ',' else '' end
+                || '"version":' || x.version
+                || case when x.author <> '' then ',"author":' || to_json(x.author)::text else '' end
+                || case when x.identity_strength <> '' then ',"identity_strength":' || to_json(x.identity_strength)::text else '' end
+                || coalesce(',"evidence":' || to_json(x.evidence)::text, '')
+                || case when jsonb_typeof(x.based_on) = 'array' then ',"based_on":' || x.based_on::text else '' end
+                || case when json_typeof(x.invocation) in ('object', 'array') then ',"invocation":' || x.invocation::text else '' end
+                || ',"updated_at":"' || ${utc('x.updated_at')} || '+00:00"'
+                || case when x.kind = 'task' and x.owner <> '' and x.held
+                     then ',"owner":' || to_json(x.owner)::text
+                       || coalesce(',"lease_expires_at":"' || ${utc('x.lease_expires_at')} || '+00:00"', '')
+                     else '' end
+                || case when x.kind = 'task' and (x.lease_lapsed or (x.owner <> '' and not x.held)) then ',"lease_lapsed":true' else '' end
+                || '}', ',' order by x.name), '') || '}'
+            end
+           from (select f.*, coalesce(f.owner is not null and f.lease_expires_at > now(), false) as held,
+                   f.kind <> 'append'
+                     and (f.based_on is null or jsonb_typeof(f.based_on) in ('array', 'null'))
+                     and (f.invocation is null or json_typeof(f.invocation) in ('object', 'array', 'null')) as plain,
+                   sum(${FIELD_BYTES}) over () <= ${maxBytes} as fits
+                 from fields f
+                 where f.record_id = r.id and array_position(${names}::text[], f.name) is not null) x) as fields
+        from records r
+        where r.class = ${cls} and r.rid = ${rid}`,
+    );
+    const r = res.rows[0];
+    if (!r) return null;
+    if (r.fields === null) return false;
+    return {
+      id: Number(r.rec_id),
+      class: cls,
+      rid,
+      record_version: Number(r.rec_version),
+      created_at: new Date(Number(r.rec_created)),
+      fields: [],
+      fieldsText: r.fields,
+    };
   }
 
   readHistory(cls: string, rid: string, opts: { fields: string[] | null; beforeSeq: number | null; limit: number; maxBytes: number; mark: HistoryMark }) {

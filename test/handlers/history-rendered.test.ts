@@ -218,6 +218,11 @@ describe('history rows stored rendered', () => {
 describe('a gateway outside UTC', () => {
   test('writes every time in its own offset and still leaves out the premises a reader may not see', async () => {
     await ensureBuilt();
+    // Written through the test's own gateway: the one started here loads examples/classes,
+    // which leaves the fixture's journal class deleted (its records can still be read, by its
+    // last roles: carol's reads '*').
+    const put = await t.call('carol', 'PUT', '/v1/records/journal/kolkata-get/fields/title', { value: 'here', expected_version: 0 });
+    expect(put.status, JSON.stringify(put.body)).toBe(201);
     const [port, metricsPort] = [await freePort(), await freePort()];
     // examples/classes: responder (alice) reads '*', reviewer (bob) not triage or scratch.
     const served = await start(
@@ -233,6 +238,16 @@ describe('a gateway outside UTC', () => {
       cleanEnv({ TZ: 'Asia/Kolkata' }),
     );
     try {
+      // A get renders its times in the gateway's offset too, so it is not the rendering
+      // PostgreSQL does in UTC for readers of every field (handlers/get.ts).
+      const got = await fetch(`http://127.0.0.1:${port}/v1/records/journal/kolkata-get?fields=title,status`, {
+        headers: { authorization: 'Bearer carol-dev-key' },
+      });
+      expect(got.status, await got.clone().text()).toBe(200);
+      const title = ((await got.json()) as { fields: Record<string, { value: string; updated_at: string }> }).fields.title;
+      expect(title.value).toBe('here');
+      expect(title.updated_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+05:30$/);
+
       const rid = 'kolkata';
       const premises = [{ field: 'scratch', version: 2 }, { field: 'title', version: 1 }];
       await insert(rid, [{ ...base, field: 'title', value: 'x' }, { ...base, field: 'status', value: 'open', based_on: premises }]);

@@ -13,7 +13,16 @@ import { invoke, operations, type Operation } from '../../handlers/index.js';
 import type { Identity } from '../../handlers/types.js';
 import { makeCtx } from '../../runtime/request.js';
 import { incident } from '../fixtures/classes.js';
-import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { startTestGateway, type ClassInput, type TestGateway } from '../setup/gateway.js';
+
+/** A class whose one role reads '*' (incident's roles list their fields). */
+const ledger: ClassInput = {
+  name: 'ledger',
+  spec: {
+    fields: { title: { kind: 'versioned' }, status: { kind: 'versioned' }, log: { kind: 'append' } },
+    roles: { keeper: { subjects: ['apikey:alice'], read: ['*'], write: ['*'] } },
+  },
+};
 
 let t: TestGateway;
 let pool: pg.Pool;
@@ -23,7 +32,7 @@ let sent: string[] = [];
 let sentWithValues: { text: string; values: unknown[] }[] = [];
 
 beforeAll(async () => {
-  t = await startTestGateway([incident]);
+  t = await startTestGateway([incident, ledger]);
   // One connection, so the prepared statements seen below are the ones the writes made.
   pool = createPool({ connectionString: t.db.url, max: 1 });
   // Count at the client: wrap each new connection's query.
@@ -117,17 +126,30 @@ describe('applied writes: one round trip', () => {
       await seed.end();
     }
     await putTitle('rt-plan', { value: 'x', expected_version: 0 });
+    await run(operations.put, { class: 'ledger', id: 'rt-plan', field: 'title', body: json({ value: 'y', expected_version: 0 }) });
     for (let i = 0; i < 8; i++) {
+      // alice's role in incident lists the fields it reads: the rows, rendered by the gateway.
       const got = await run(operations.get, { class: 'incident', id: 'rt-plan' });
       expect(got.statements).toEqual(['[kslate_read_record_some]']);
+      // In ledger it reads '*': with no append field asked for, PostgreSQL writes the fields'
+      // JSON itself (handlers/get.ts), still one statement.
+      const rendered = await run(operations.get, { class: 'ledger', id: 'rt-plan', fields: 'title,status' });
+      expect(rendered.statements).toEqual(['[kslate_read_record_rendered]']);
+      expect(rendered.out?.body).toMatchObject({ record: 'ledger/rt-plan', record_version: 1, fields: { title: { value: 'y', version: 1 } } });
+      // Every field, its append field among them: the rows.
+      const all = await run(operations.get, { class: 'ledger', id: 'rt-plan' });
+      expect(all.statements).toEqual(['[kslate_read_record_some]']);
     }
     // The pool has one connection: its prepared statements are the ones the gets used.
-    const { rows } = await pool.query<{ generic_plans: string; custom_plans: string }>(
-      `select generic_plans, custom_plans from pg_prepared_statements where name = 'kslate_read_record_some'`,
-    );
-    expect(rows).toHaveLength(1);
-    // The plan cache plans the first five custom, then keeps the generic plan if it costs no more.
-    expect(Number(rows[0].generic_plans)).toBeGreaterThanOrEqual(3);
+    for (const name of ['kslate_read_record_some', 'kslate_read_record_rendered']) {
+      const { rows } = await pool.query<{ generic_plans: string; custom_plans: string }>(
+        `select generic_plans, custom_plans from pg_prepared_statements where name = $1`,
+        [name],
+      );
+      expect(rows).toHaveLength(1);
+      // The plan cache plans the first five custom, then keeps the generic plan if it costs no more.
+      expect(Number(rows[0].generic_plans), name).toBeGreaterThanOrEqual(3);
+    }
   });
 });
 
