@@ -106,7 +106,13 @@ test('/readyz turns 503 when SharedContexts cannot be listed for two intervals, 
   const r = await until('readyz 503', () => getJson(`http://127.0.0.1:${healthPort}/readyz`), (x) => x.status === 503, 15_000);
   expect(r.body).toMatchObject({ error: 'UNAVAILABLE' });
   expect(r.body.message).toMatch(/SharedContext/);
-  const once = await kslate(['sweep', '--database-url', d.url], cleanEnv({ KUBECONFIG: fake.kubeconfig }));
+  // The worker sweeps every second: a one-off sweep that finds the sweep lease held does
+  // nothing and exits 0 (worker/sweep.ts), so try until one runs.
+  let once = await kslate(['sweep', '--database-url', d.url], cleanEnv({ KUBECONFIG: fake.kubeconfig }));
+  for (let i = 0; i < 20 && once.code === 0; i++) {
+    await new Promise((r) => setTimeout(r, 100 + Math.random() * 400));
+    once = await kslate(['sweep', '--database-url', d.url], cleanEnv({ KUBECONFIG: fake.kubeconfig }));
+  }
   expect(once.code).toBe(1);
   expect(once.stdout).toMatch(/step classes failed: /);
   fake.clearFailures();
