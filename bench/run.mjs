@@ -54,7 +54,7 @@ import {
   putScenario,
   queryScenario,
 } from './lib/scenarios.mjs';
-import { grpcScenario, grpcWireScenario, mcpScenario, mcpWireScenario } from './lib/transports.mjs';
+import { bracketRatio, grpcScenario, grpcWireScenario, mcpScenario, mcpWireScenario } from './lib/transports.mjs';
 import { machineCpu, round, sleep } from './lib/util.mjs';
 import { CLASS, HIST_RID, checkpoint, withClient } from './lib/db.mjs';
 
@@ -304,6 +304,8 @@ async function main() {
       // The wire client's row (the target) first, right after its HTTP reference.
       return [...(await transportRow(mcpWireScenario)), ...(await transportRow(mcpScenario))];
     });
+    const mcpRows = rows.filter((r) => r.scenario === 'put' && (r.transport === 'mcp' || r.transport === 'mcp wire'));
+    const httpBeforeMcp = httpPutTop;
     await runOne('grpc', async () => {
       if (!wantGrpc) {
         say('  grpc: not available (dist/runtime/grpc/server.js is not in this build)');
@@ -320,6 +322,24 @@ async function main() {
       }
       return [...(await transportRow(grpcWireScenario)), ...(await transportRow(grpcScenario))];
     });
+    // Each transport's rows against the better of the HTTP rows around them (bracketRatio):
+    // MCP's are between the first HTTP reference and gRPC's (or one more after them, when
+    // gRPC did not run); gRPC's get one more after them.
+    const grpcRows = rows.filter((r) => r.scenario === 'put' && (r.transport === 'grpc' || r.transport === 'grpc wire'));
+    if (httpPutTop && (mcpRows.length > 0 || grpcRows.length > 0)) {
+      const httpBeforeGrpc = httpPutTop;
+      let httpAfterGrpc = null;
+      const mcpHasNoAfter = httpBeforeGrpc === httpBeforeMcp && mcpRows.some((r) => r.rps > 0);
+      if (grpcRows.some((r) => r.rps > 0) || mcpHasNoAfter) {
+        say('scenario put over HTTP again (after the transport rows)');
+        const after = await putReference(ctx);
+        rows.push(...after);
+        httpAfterGrpc = after[0];
+      }
+      bracketRatio(mcpRows, httpBeforeMcp, httpBeforeGrpc !== httpBeforeMcp ? httpBeforeGrpc : httpAfterGrpc);
+      bracketRatio(grpcRows, httpBeforeGrpc, httpAfterGrpc);
+      for (const r of [...mcpRows, ...grpcRows]) if (r.rps > 0) say(`  ${r.transport} put@${r.clients}: ${r.ratio} of ${r.ratio_of}`);
+    }
 
     const peakRssMb = round(gw.sampler.peak, 1);
     cleanups.pop();

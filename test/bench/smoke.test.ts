@@ -52,6 +52,17 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
     const wire = result.rows.find((x) => x.scenario === 'put' && x.transport === `${id.split('_')[0]} wire`);
     expect(result.targets.find((x) => x.id === id)?.value, id).toBe(wire?.ratio);
   }
+  // Each transport against the better of the HTTP puts right before and after it (a stalled
+  // HTTP row must not flatter a transport): three such rows, MCP between the first two, gRPC
+  // between the last two.
+  const refs = result.rows.filter((x) => x.scenario === 'put (HTTP reference for MCP/gRPC)');
+  expect(refs).toHaveLength(3);
+  const bracketed = (t: string, a: number, b: number) => {
+    const row = result.rows.find((x) => x.scenario === 'put' && x.transport === t)!;
+    expect(row.ratio, t).toBe(Math.round((row.rps / Math.max(refs[a].rps, refs[b].rps)) * 100) / 100);
+  };
+  for (const t of ['mcp', 'mcp wire']) bracketed(t, 0, 1);
+  for (const t of ['grpc', 'grpc wire']) bracketed(t, 1, 2);
   // History has its design bar too: the reference answers the same page, rendered at read
   // time and from rows stored rendered, and the gateway's row carries its ratio to it.
   for (const t of ['reference', 'reference pre-rendered']) {
