@@ -127,7 +127,7 @@ export interface HistoryPage {
  */
 export type HistoryMark = 'none' | 'premises' | 'all';
 
-/** A marked row in HistoryPage.rows. */
+/** A marked row in HistoryPage.runs. */
 export const HISTORY_MARKED_ROW = /\x1e([^\x1f]*)\x1f/g;
 
 /**

@@ -16,6 +16,7 @@ import {
   renderField,
   requireReadable,
   jsonOutcome,
+  readsEveryField,
   resolveField,
   type Outcome,
 } from './pipeline.js';
@@ -100,7 +101,7 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
   const rendered =
     TIME_ZONE_IS_UTC &&
     !ctx.scope &&
-    access.roles.some((r) => r.readAll) &&
+    readsEveryField(access) &&
     names.every((n) => access.cls.fields.get(n)?.kind !== 'append');
   const row = await ctx.db.readRecord(input.class, input.id, {
     fields: names,

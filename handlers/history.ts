@@ -14,6 +14,7 @@ import {
   checkScopeOwner,
   jsonOutcome,
   readableFields,
+  readsEveryField,
   requireReadable,
   resolveField,
   visiblePremises,
@@ -81,8 +82,7 @@ export async function history(ctx: Ctx, input: HistoryInput): Promise<Outcome> {
   // parsed or built here. A row's last keys are its premises and its time (UTC), so a reader
   // that might not see every premise has the rows with premises marked, and a gateway outside
   // UTC has every row marked, to rewrite their ends (ownRow).
-  const readAll = access.roles.some((r) => r.readAll);
-  const mark: HistoryMark = !TIME_ZONE_IS_UTC ? 'all' : readAll ? 'none' : 'premises';
+  const mark: HistoryMark = !TIME_ZONE_IS_UTC ? 'all' : readsEveryField(access) ? 'none' : 'premises';
   // A page stops at `limit` rows or MAX_RESPONSE_BYTES, whichever comes first.
   const page = await ctx.db.readHistory(input.class, input.id, {
     fields: allReadable ? null : fields,

@@ -157,6 +157,11 @@ export function canWrite(access: Access, field: string): boolean {
   return access.roles.some((r) => r.writeAll || r.write.has(field));
 }
 
+/** One of the caller's roles reads every field ('*'): every premise shows to it. */
+export function readsEveryField(access: Access): boolean {
+  return access.roles.some((r) => r.readAll);
+}
+
 /** Every field the caller's roles may read, in class order. */
 export function readableFields(access: Access): string[] {
   return [...access.cls.fields.keys()].filter((f) => canRead(access, f));
