@@ -69,6 +69,7 @@ const MODES = {
     readLevels: [1, 16],
     warmup: 3,
     duration: 15,
+    pairs: 3, // kslate / reference pairs at the top level of put and get (median ratio)
     readDuration: 10,
   },
   quick: {
@@ -77,6 +78,7 @@ const MODES = {
     readLevels: [1, 16],
     warmup: 1,
     duration: 3,
+    pairs: 3,
     readDuration: 2,
   },
   // Tiny and short: proves the harness starts, drives every scenario and reports. Few clients,
@@ -87,6 +89,7 @@ const MODES = {
     readLevels: [1],
     warmup: 0,
     duration: 0.3,
+    pairs: 3,
     readDuration: 0.3,
   },
 };
@@ -386,7 +389,7 @@ async function main() {
       gatewayV8Flags: gw.v8Flags,
       gatewayV8FlagsFrom: `${values['node-defaults'] ? 'Node\'s defaults' : 'the chart\'s defaults'}${process.env.KSLATE_BENCH_NODE_ARGS ? ' + KSLATE_BENCH_NODE_ARGS' : ''}`,
       version: JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version,
-      durationsText: `${cfg.warmup} s warm-up + ${cfg.duration} s measured per run (${cfg.readDuration} s for query/history)`,
+      durationsText: `${cfg.warmup} s warm-up + ${cfg.duration} s measured per run (${cfg.readDuration} s for query/history); put and get against the reference at ${cfg.levels[cfg.levels.length - 1]} clients: median of ${cfg.pairs} pairs`,
     };
     const table = renderTable(rows, targets, meta);
     say('\n' + table + '\n');

@@ -138,6 +138,42 @@ function addRefRatio(http, ref, of) {
   http.ratio_ref_of = of;
 }
 
+/**
+ * kslate and the reference gateway, each right after the other, `pairs` times (at the top
+ * concurrency; once below it). One pair's ratio moved by a quarter between runs of the same
+ * build (put 0.58 against 0.74-0.80: a stall in either row decides it); the median of
+ * adjacent pairs does not follow one stall, and each ratio still compares runs seconds apart.
+ * Returns the median pair's rows, its ratio being the median, and every pair's figures.
+ */
+async function pairedRuns(ctx, scenario, c, perClient, pairs, extra) {
+  const { cfg } = ctx;
+  const all = [];
+  for (let p = 0; p < pairs; p++) {
+    await checkpoint(ctx.dbUrl);
+    const h = await cannonMeasured(ctx, { connections: c, perClient, warmup: cfg.warmup, duration: cfg.duration });
+    const http = row(scenario, 'http', c, h.run, h.probe, extra(h.run));
+    const ref = await referenceRun(ctx, scenario, c, perClient, cfg.duration);
+    addRefRatio(http, ref, `reference gateway ${scenario}`);
+    all.push({ http, ref });
+    if (!ref) break;
+  }
+  const median = medianPair(all);
+  if (all.length > 1) {
+    median.http.ratio_ref_pairs = all.map((x) => ({ http: x.http.rps, reference: x.ref.rps, ratio: x.http.ratio_ref }));
+  }
+  return median;
+}
+
+/** ' (median of 3 pairs: 0.55, 0.61, 0.63)', or '' for one pair. */
+export const pairsText = (http) =>
+  http.ratio_ref_pairs ? ` (median of ${http.ratio_ref_pairs.length} pairs: ${http.ratio_ref_pairs.map((p) => p.ratio).join(', ')})` : '';
+
+/** The pair whose ratio is the median (the lower middle one for an even count). */
+export function medianPair(all) {
+  const sorted = [...all].sort((a, b) => (a.http.ratio_ref ?? 0) - (b.http.ratio_ref ?? 0));
+  return sorted[Math.floor((sorted.length - 1) / 2)];
+}
+
 // ---- put ----------------------------------------------------------------------------------
 
 /** Per-connection put requests: a random record of its own, with the version it knows. */
@@ -177,16 +213,9 @@ function resync(versions, idx, body) {
 export async function putScenario(ctx) {
   const { cfg, say } = ctx;
   const rows = [];
+  const top = cfg.levels[cfg.levels.length - 1];
   for (const c of cfg.levels) {
-    await checkpoint(ctx.dbUrl);
-    const h = await cannonMeasured(ctx, {
-      connections: c,
-      perClient: (i) => putClient(ctx, i, c),
-      warmup: cfg.warmup,
-      duration: cfg.duration,
-    });
-    const http = row('put', 'http', c, h.run, h.probe, { stale: staleOf(h.run) });
-    const ref = await referenceRun(ctx, 'put', c, (i) => putClient(ctx, i, c), cfg.duration);
+    const { http, ref } = await pairedRuns(ctx, 'put', c, (i) => putClient(ctx, i, c), c === top ? cfg.pairs : 1, (run) => ({ stale: staleOf(run) }));
     await checkpoint(ctx.dbUrl);
     const counters = new Array(c).fill(0);
     const r = await rawRun({
@@ -204,20 +233,19 @@ export async function putScenario(ctx) {
     const raw = row('put', 'raw', c, r, r.probe, { stale: r.other });
     http.ratio = round(http.rps / raw.rps, 2);
     http.ratio_of = 'raw SQL put';
-    addRefRatio(http, ref, 'reference gateway put');
     rows.push(http, ...(ref ? [ref] : []), raw);
     say(
       `  put@${c}: http ${http.rps} req/s (p50 ${http.p50} ms, p99 ${http.p99} ms, STALE ${http.stale}), ` +
         `${ref ? `reference ${ref.rps} req/s (p50 ${ref.p50} ms, STALE ${ref.stale}), ` : ''}raw ${raw.rps} tx/s (STALE ${raw.stale}) ` +
-        `-> ${http.ratio} of raw${ref ? `, ${http.ratio_ref} of reference` : ''}`,
+        `-> ${http.ratio} of raw${ref ? `, ${http.ratio_ref} of reference${pairsText(http)}` : ''}`,
     );
   }
   // kslate, the reference and raw SQL wrote the same records in turn: every record's f1 must
   // stand at the version its applied history rows lead to (1, 2, ... each once). Nothing is in
   // flight: the raw run, last at each level, awaits its transactions.
   const check = await putHistoryCheck(ctx);
-  const top = rows.filter((r) => r.transport === 'http').at(-1);
-  if (top) top.history_check = check;
+  const last = rows.filter((r) => r.transport === 'http').at(-1);
+  if (last) last.history_check = check;
   say(`  put: ${check.records} records, ${check.applied} applied history rows; field version = applied versions 1..v: ${check.ok ? 'yes' : `NO on ${check.bad} records (${check.examples.join(', ')})`}`);
   return rows;
 }
@@ -396,16 +424,9 @@ export async function getScenario(ctx) {
   const t0 = performance.now();
   await warmRecords(ctx.dbUrl, cfg.sizes.put, names);
   say(`  every record read once before the runs (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  const top = cfg.levels[cfg.levels.length - 1];
   for (const c of cfg.levels) {
-    await checkpoint(ctx.dbUrl);
-    const h = await cannonMeasured(ctx, {
-      connections: c,
-      perClient: (i) => getClient(ctx, i),
-      warmup: cfg.warmup,
-      duration: cfg.duration,
-    });
-    const http = row('get', 'http', c, h.run, h.probe);
-    const ref = await referenceRun(ctx, 'get', c, (i) => getClient(ctx, i), cfg.duration);
+    const { http, ref } = await pairedRuns(ctx, 'get', c, (i) => getClient(ctx, i), c === top ? cfg.pairs : 1, () => ({}));
     if (ref) await checkpoint(ctx.dbUrl);
     const r = await rawRun({
       url: ctx.dbUrl,
@@ -418,12 +439,11 @@ export async function getScenario(ctx) {
     const raw = row('get', 'raw', c, r, r.probe);
     http.ratio = round(http.rps / raw.rps, 2);
     http.ratio_of = 'raw SQL get';
-    addRefRatio(http, ref, 'reference gateway get');
     rows.push(http, ...(ref ? [ref] : []), raw);
     say(
       `  get@${c}: http ${http.rps} req/s (p50 ${http.p50} ms, p99 ${http.p99} ms), ` +
         `${ref ? `reference ${ref.rps} req/s (p50 ${ref.p50} ms), ` : ''}raw ${raw.rps} reads/s -> ${http.ratio} of raw` +
-        `${ref ? `, ${http.ratio_ref} of reference` : ''}`,
+        `${ref ? `, ${http.ratio_ref} of reference${pairsText(http)}` : ''}`,
     );
   }
   return rows;

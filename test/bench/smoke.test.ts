@@ -38,7 +38,15 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
   const files = readdirSync(out!).filter((f) => f.endsWith('.json'));
   expect(files).toHaveLength(1);
   const result = JSON.parse(readFileSync(join(out!, files[0]), 'utf8')) as {
-    rows: { scenario: string; transport: string; rps: number; ratio?: number; ratio_ref?: number; same_page?: boolean }[];
+    rows: {
+      scenario: string;
+      transport: string;
+      rps: number;
+      ratio?: number;
+      ratio_ref?: number;
+      ratio_ref_pairs?: { http: number; reference: number; ratio: number }[];
+      same_page?: boolean;
+    }[];
     targets: { id: string; value: unknown }[];
   };
   expect(result.rows.map((x) => x.scenario)).toEqual(expect.arrayContaining(['put', 'get', 'hot', 'claim', 'query', 'history']));
@@ -63,6 +71,18 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
   };
   for (const t of ['mcp', 'mcp wire']) bracketed(t, 0, 1);
   for (const t of ['grpc', 'grpc wire']) bracketed(t, 1, 2);
+  // put and get against the reference at the top level: three adjacent pairs, the median
+  // pair's rows shown and its ratio taken (one stalled row must not decide a verdict).
+  for (const scenario of ['put', 'get']) {
+    const http = result.rows.filter((x) => x.scenario === scenario && x.transport === 'http').at(-1)!;
+    const pairs = http.ratio_ref_pairs!;
+    expect(pairs, `${scenario} pairs`).toHaveLength(3);
+    for (const p of pairs) expect(p.ratio).toBe(Math.round((p.http / p.reference) * 100) / 100);
+    expect(http.ratio_ref).toBe([...pairs].map((p) => p.ratio).sort((a, b) => a - b)[1]);
+    const shown = pairs.find((p) => p.ratio === http.ratio_ref)!;
+    expect(http.rps).toBe(shown.http);
+    expect(result.targets.find((x) => x.id === `${scenario}_ref_ratio`)?.value).toBe(http.ratio_ref);
+  }
   // History has its design bar too: the reference answers the same page, rendered at read
   // time and from rows stored rendered, and the gateway's row carries its ratio to it.
   for (const t of ['reference', 'reference pre-rendered']) {
