@@ -5,6 +5,7 @@
  */
 import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
+import pgUtils from 'pg/lib/utils.js';
 import type {
   ChangeLog,
   ChangeRow,
@@ -30,6 +31,7 @@ import type {
 import { toStorageFault } from '../errors.js';
 import * as sweepSql from './sweep.js';
 import { notPurged } from './sweep.js';
+import { NamedQuery, type NamedResult } from './named-query.js';
 
 // int8 and numeric counters fit in a JS number for any realistic store (2^53).
 const types = {
@@ -147,6 +149,14 @@ export function createPool(opts: PgOptions): pg.Pool {
   return pool;
 }
 
+/**
+ * A named statement on a node-postgres pool made by createPool (its type parsers), described
+ * on its first run only (named-query.ts). The name must always go with the same text.
+ */
+export function runNamed<R>(pool: pg.Pool, name: string, text: string, values: unknown[]): Promise<NamedResult<R>> {
+  return pool.query(new NamedQuery<R>(name, text, values, types, pgUtils.prepareValue) as never) as Promise<NamedResult<R>>;
+}
+
 const j = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
 
 /** The claim of migration 0006, named. */
@@ -250,7 +260,11 @@ export class PgDb implements Db, SweepDb, ChangeLog {
     private readonly onSchemaMissing?: () => void,
   ) {
     this.kysely = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
+    this.describeOnce = pool instanceof pg.Pool;
   }
+
+  /** Whether the pool is node-postgres's own (NamedQuery needs its connection). */
+  private readonly describeOnce: boolean;
 
   /**
    * Run a hot statement as a named prepared statement: parsed and planned once per
@@ -268,8 +282,18 @@ export class PgDb implements Db, SweepDb, ChangeLog {
       text = c.sql;
       this.texts.set(name, text);
     }
-    return this.pool.query<R & pg.QueryResultRow>({ name, text, values });
+    return this.exec<R>(name, text, values);
   }
+
+  /**
+   * A named statement: through NamedQuery (described on its first run only) on a node-postgres
+   * pool; as a plain named query on any other pg-compatible pool (the Workers adapter's).
+   */
+  private exec<R>(name: string, text: string, values: unknown[]): Promise<{ rows: R[] }> {
+    if (!this.describeOnce) return this.pool.query<R & pg.QueryResultRow>({ name, text, values });
+    return runNamed<R>(this.pool, name, text, values);
+  }
+
 
   /** SQL text of the named statements, by name. */
   private readonly texts = new Map<string, string>();
@@ -481,11 +505,11 @@ export class PgDb implements Db, SweepDb, ChangeLog {
             window w as (order by page.id desc)) page) x
         group by (running - sz) / ${sql.lit(HISTORY_RUN_BYTES)}
         order by (running - sz) / ${sql.lit(HISTORY_RUN_BYTES)}`.compile(this.kysely);
-      const res = await this.pool.query<{ n: string; kept: string; last: string | null; rows: string | null }>({
-        name: `kslate_history_${shape}`,
-        text: q.sql,
-        values: q.parameters as unknown[],
-      });
+      const res = await this.exec<{ n: string; kept: string; last: string | null; rows: string | null }>(
+        `kslate_history_${shape}`,
+        q.sql,
+        q.parameters as unknown[],
+      );
       let n = 0;
       let count = 0;
       let lastSeq: number | null = null;
@@ -518,10 +542,10 @@ export class PgDb implements Db, SweepDb, ChangeLog {
   tryWrite(t: TryWrite) {
     return this.guard(async () => {
       const w = t.write;
-      const res = await this.pool.query<{ applied: boolean; version: number; record_version: number; created: boolean }>({
-        name: TRY_WRITE.name,
-        text: TRY_WRITE.text,
-        values: [
+      const res = await this.exec<{ applied: boolean; version: number; record_version: number; created: boolean }>(
+        TRY_WRITE.name,
+        TRY_WRITE.text,
+        [
           t.class,
           t.rid,
           w.field,
@@ -537,7 +561,7 @@ export class PgDb implements Db, SweepDb, ChangeLog {
           w.history.op,
           w.history.expected_version ?? null,
         ],
-      });
+      );
       const row = res.rows[0];
       if (!row?.applied) return null;
       return { version: Number(row.version), record_version: Number(row.record_version), created: row.created };
@@ -546,11 +570,15 @@ export class PgDb implements Db, SweepDb, ChangeLog {
 
   claim(c: ClaimWrite) {
     return this.guard(async () => {
-      const res = await this.pool.query<Record<string, unknown>>({
-        name: CLAIM.name,
-        text: CLAIM.text,
-        values: [c.class, c.rid, c.field, c.author, c.identity_strength, c.lease_seconds, j(c.invocation)],
-      });
+      const res = await this.exec<Record<string, unknown>>(CLAIM.name, CLAIM.text, [
+        c.class,
+        c.rid,
+        c.field,
+        c.author,
+        c.identity_strength,
+        c.lease_seconds,
+        j(c.invocation),
+      ]);
       const r = res.rows[0];
       const out: ClaimResult = {
         outcome: r.outcome as ClaimResult['outcome'],
