@@ -400,6 +400,8 @@ export class PgDb implements Db, SweepDb, ChangeLog {
    * JSON text. false when the text cannot stand for the rows: the fields do not all fit
    * `maxBytes`, or one holds an append (entries), or `based_on` or `invocation` is not of the
    * shape the gateway writes (then renderField decides). One named statement per shape.
+   * Whether all fit is a sum beside the string_agg, not readRecord's window (which marks each
+   * row): the window's materialised pass cost ~10% of the statement's PostgreSQL CPU.
    */
   private async readRecordRendered(cls: string, rid: string, names: string[], maxBytes: number): Promise<RecordRow | null | false> {
     const utc = (col: string) =>
@@ -409,7 +411,7 @@ export class PgDb implements Db, SweepDb, ChangeLog {
       [maxBytes, names, cls, rid],
       () => sql`
         select r.id as rec_id, r.record_version as rec_version, ${epochMs(sql`r.created_at`)} as rec_created,
-          (select case when coalesce(bool_and(x.fits and x.plain), true) then
+          (select case when coalesce(bool_and(x.plain) and sum(x.sz) <= ${maxBytes}, true) then
               '{' || coalesce(string_agg(to_json(x.name)::text || ':{'
                 || case when x.kind <> 'task' then '"value":' || coalesce(x.value::text, 'null') || ',' else '' end
                 || '"version":' || x.version
@@ -430,7 +432,7 @@ export class PgDb implements Db, SweepDb, ChangeLog {
                    f.kind <> 'append'
                      and (f.based_on is null or jsonb_typeof(f.based_on) in ('array', 'null'))
                      and (f.invocation is null or json_typeof(f.invocation) in ('object', 'array', 'null')) as plain,
-                   ${fieldsFit(maxBytes)}
+                   ${FIELD_BYTES} as sz
                  from fields f
                  where ${recordFields(names)}) x) as fields
         from records r
