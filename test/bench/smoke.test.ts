@@ -79,8 +79,8 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
     expect(pairs, `${scenario} pairs`).toHaveLength(3);
     for (const p of pairs) expect(p.ratio).toBe(Math.round((p.http / p.reference) * 100) / 100);
     expect(http.ratio_ref).toBe([...pairs].map((p) => p.ratio).sort((a, b) => a - b)[1]);
-    const shown = pairs.find((p) => p.ratio === http.ratio_ref)!;
-    expect(http.rps).toBe(shown.http);
+    // The row shown is a pair with the median ratio (two pairs may share it).
+    expect(pairs.some((p) => p.ratio === http.ratio_ref && p.http === http.rps), JSON.stringify({ rps: http.rps, pairs })).toBe(true);
     expect(result.targets.find((x) => x.id === `${scenario}_ref_ratio`)?.value).toBe(http.ratio_ref);
   }
   // History has its design bar too: the reference answers the same page, rendered at read
