@@ -145,7 +145,7 @@ export async function startGateway(opts) {
         buf = buf.slice(nl + 1);
         const gc = opts.traceGc ? GC_LINE.exec(line) : null;
         if (gc) {
-          gcEvents.push({ at: performance.now(), kind: gc[1], ms: Number(gc[4]), heapMb: Number(gc[2]), committedMb: Number(gc[3]) });
+          gcEvents.push({ at: performance.now(), kind: gc[1], ms: Number(gc[4]), heapMb: Number(gc[2]), committedMb: Number(gc[3]), reason: line.slice(line.lastIndexOf(')') + 1).trim() });
           continue;
         }
         keep(line);
