@@ -31,7 +31,7 @@ import type {
 import { toStorageFault } from '../errors.js';
 import * as sweepSql from './sweep.js';
 import { notPurged } from './sweep.js';
-import { NamedQuery, type NamedResult } from './named-query.js';
+import { NamedQuery, type NamedResult, type Shapes } from './named-query.js';
 
 // int8 and numeric counters fit in a JS number for any realistic store (2^53).
 const types = {
@@ -154,8 +154,19 @@ export function createPool(opts: PgOptions): pg.Pool {
  * on its first run only (named-query.ts). The name must always go with the same text.
  */
 export function runNamed<R>(pool: pg.Pool, name: string, text: string, values: unknown[]): Promise<NamedResult<R>> {
-  return pool.query(new NamedQuery<R>(name, text, values, types, pgUtils.prepareValue) as never) as Promise<NamedResult<R>>;
+  return pool.query(namedQuery<R>(pool, name, text, values) as never) as Promise<NamedResult<R>>;
 }
+
+/**
+ * The query runNamed sends, for a client of `pool`. Descriptions are kept per pool: one pool
+ * is one database, and two databases may answer one statement text with different columns.
+ */
+export function namedQuery<R>(pool: pg.Pool, name: string, text: string, values: unknown[]): NamedQuery<R> {
+  let shapes = shapesByPool.get(pool);
+  if (shapes === undefined) shapesByPool.set(pool, (shapes = new Map()));
+  return new NamedQuery<R>(name, text, values, shapes, types, pgUtils.prepareValue);
+}
+const shapesByPool = new WeakMap<pg.Pool, Shapes>();
 
 const j = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
 

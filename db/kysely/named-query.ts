@@ -6,7 +6,7 @@
  * and the driver parses it and builds the row parsers again (with normalising the query
  * config, ~9% of a get's gateway CPU in the profile). The description of a named statement
  * never changes while its text does not: the first run here describes it, keeps its column
- * names and parsers by name, and later runs send only Bind, Execute and Sync (plus Parse the
+ * names and parsers by name for its database (one map per pool), and later runs send only Bind, Execute and Sync (plus Parse the
  * first time on a connection). A row whose column count differs from the kept description
  * (a schema changed under a running process) drops the description and fails the query
  * with a clear error; the next run describes again.
@@ -48,8 +48,8 @@ export interface NamedResult<R> {
   command: string | null;
 }
 
-/** Descriptions by statement name, per type set (one pool's types). */
-const shapesByTypes = new WeakMap<TypeParsers, Map<string, Shape>>();
+/** The descriptions of one database's statements, by name (one per pool: see runNamed). */
+export type Shapes = Map<string, Shape>;
 
 export class NamedQuery<R> {
   /** Read by pg's client: it tracks parsed statements by name and text. */
@@ -60,7 +60,6 @@ export class NamedQuery<R> {
   binary = false;
   callback: ((err: Error | null, res?: NamedResult<R>) => void) | undefined = undefined;
 
-  private readonly shapes: Map<string, Shape>;
   private shape: Shape | undefined;
   private readonly rows: R[] = [];
   private command: string | null = null;
@@ -72,15 +71,13 @@ export class NamedQuery<R> {
     name: string,
     text: string,
     values: unknown[],
+    private readonly shapes: Shapes,
     private readonly types: TypeParsers,
     private readonly valueMapper: unknown,
   ) {
     this.name = name;
     this.text = text;
     this.values = values;
-    let shapes = shapesByTypes.get(types);
-    if (shapes === undefined) shapesByTypes.set(types, (shapes = new Map()));
-    this.shapes = shapes;
   }
 
   submit(connection: PgConnection): Error | null {

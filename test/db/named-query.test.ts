@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { createPool, runNamed } from '../../db/kysely/index.js';
+import { createPool, namedQuery, runNamed } from '../../db/kysely/index.js';
 import { NamedQuery } from '../../db/kysely/named-query.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 
@@ -21,6 +21,13 @@ afterAll(async () => {
   await pool?.end();
   await db?.drop();
 });
+
+/** A named statement of `pool`'s on one of its clients, as runNamed would send it. */
+const onClient = <R>(pool: pg.Pool, client: pg.PoolClient, name: string, text: string, values: unknown[] = []) =>
+  new Promise<{ rows: R[] }>((resolve, reject) => {
+    client.query(namedQuery<R>(pool, name, text, values) as never, ((err: Error | null, res: { rows: R[] }) =>
+      err ? reject(err) : resolve(res)) as never);
+  });
 
 const SHAPES = `select $1::int8 as big, $2::jsonb as doc, $3::timestamptz as at, $4::text[] as names,
   null::text as nothing, array_length($4::text[], 1) as n, $5::text as t`;
@@ -62,21 +69,43 @@ it('is described on its first run only, on every connection of the pool', async 
 it('a result shape that changed under it fails once with a clear error, then is described again', async () => {
   await pool.query('create table nq_t (a int, b text)');
   await pool.query(`insert into nq_t values (1, 'one')`);
-  const a = new pg.Pool({ connectionString: db.url, max: 1 });
-  const b = new pg.Pool({ connectionString: db.url, max: 1 });
-  const run = (p: pg.Pool) => runNamed<Record<string, unknown>>(p, 'nq_star', 'select * from nq_t where a = $1', [1]);
+  const two = new pg.Pool({ connectionString: db.url, max: 2 });
+  const star = 'select * from nq_t where a = $1';
+  const a = await two.connect();
+  const b = await two.connect();
   try {
-    expect((await run(a)).rows).toEqual([{ a: 1, b: 'one' }]);
+    expect((await onClient(two, a, 'nq_star', star, [1])).rows).toEqual([{ a: 1, b: 'one' }]);
     await pool.query('alter table nq_t add column c int default 7');
-    // A new connection parses the statement afresh: three columns against the two described.
-    await expect(run(b)).rejects.toThrow(/nq_star: the server sent 3 columns, not the 2 described before; retry/);
-    expect((await run(b)).rows).toEqual([{ a: 1, b: 'one', c: 7 }]);
+    // The pool's other connection parses the statement afresh: three columns against the two described.
+    await expect(onClient(two, b, 'nq_star', star, [1])).rejects.toThrow(/nq_star: the server sent 3 columns, not the 2 described before; retry/);
+    expect((await onClient(two, b, 'nq_star', star, [1])).rows).toEqual([{ a: 1, b: 'one', c: 7 }]);
     // The connection that prepared it before is refused by the server, and stays usable.
-    await expect(run(a)).rejects.toThrow(/cached plan must not change result type/);
+    await expect(onClient(two, a, 'nq_star', star, [1])).rejects.toThrow(/cached plan must not change result type/);
     expect((await a.query('select 2 as x')).rows).toEqual([{ x: 2 }]);
   } finally {
-    await a.end();
-    await b.end();
+    a.release();
+    b.release();
+    await two.end();
+  }
+});
+
+it('keeps descriptions per pool: another database may answer the same text with other columns', async () => {
+  const other = await freshDatabase({ migrated: false });
+  const here = new pg.Pool({ connectionString: db.url, max: 1 });
+  const there = new pg.Pool({ connectionString: other.url, max: 1 });
+  try {
+    await here.query('create table nq_p (a int)');
+    await here.query('insert into nq_p values (1)');
+    await there.query('create table nq_p (a int, b text)');
+    await there.query(`insert into nq_p values (1, 'x')`);
+    const text = 'select * from nq_p where a = $1';
+    expect((await runNamed(here, 'nq_p', text, [1])).rows).toEqual([{ a: 1 }]);
+    expect((await runNamed(there, 'nq_p', text, [1])).rows).toEqual([{ a: 1, b: 'x' }]);
+    expect((await runNamed(here, 'nq_p', text, [1])).rows).toEqual([{ a: 1 }]);
+  } finally {
+    await here.end();
+    await there.end();
+    await other.drop();
   }
 });
 
@@ -93,14 +122,9 @@ it('server errors and values that cannot be sent reject, and the connection goes
     // first; on a connection that has not (the pool replaced the one a bind error broke),
     // the new text is described anew, never read with the other text's columns.
     const conn = await one.connect();
-    const onConn = (text: string) =>
-      new Promise((resolve, reject) => {
-        conn.query(new NamedQuery('nq_two', text, [], pg.types, undefined) as never, ((err: Error | null, res: unknown) =>
-          err ? reject(err) : resolve(res)) as never);
-      });
     try {
-      await onConn('select 1 as a');
-      await expect(onConn('select 2 as b, 3 as c')).rejects.toThrow(/Prepared statements must be unique/);
+      await onClient(one, conn, 'nq_two', 'select 1 as a');
+      await expect(onClient(one, conn, 'nq_two', 'select 2 as b, 3 as c')).rejects.toThrow(/Prepared statements must be unique/);
     } finally {
       conn.release(true);
     }
