@@ -257,11 +257,10 @@ const ENTRY_BYTES = rowBytes('e.');
 
 /**
  * The get statements' field rows: the record's fields, or the named ones (the name filter is
- * explained in readRecord), and whether all of them fit the byte budget together.
+ * explained in readRecord).
  */
 const recordFields = (names: string[] | null) =>
   names ? sql`f.record_id = r.id and array_position(${names}::text[], f.name) is not null` : sql`f.record_id = r.id`;
-const fieldsFit = (maxBytes: number) => sql`sum(${FIELD_BYTES}) over () <= ${maxBytes} as fits`;
 
 export class PgDb implements Db, SweepDb, ChangeLog {
   readonly kysely: Kysely<any>;
@@ -350,7 +349,7 @@ export class PgDb implements Db, SweepDb, ChangeLog {
               x.name, x.kind, case when x.fits then x.value end, x.version, x.record_version, x.author, x.identity_strength,
               x.evidence, x.based_on, x.invocation, ${epochMs(sql`x.updated_at`)}, x.owner, ${epochMs(sql`x.lease_expires_at`)},
               x.lease_lapsed, (x.owner is not null and x.lease_expires_at > now()), x.sz, x.fits) order by x.name), '[]')::text
-           from (select f.*, ${FIELD_BYTES} as sz, ${fieldsFit(opts.maxBytes)}
+           from (select f.*, ${FIELD_BYTES} as sz, sum(${FIELD_BYTES}) over () <= ${opts.maxBytes} as fits
                  from fields f
                  where ${recordFields(names)}) x) as fields
         from records r
