@@ -289,11 +289,36 @@ export async function putReference(ctx) {
 /**
  * p99 at half of peak: an open-loop run at 50% of the best HTTP put throughput measured,
  * on as many keep-alive sockets as the top concurrency level; latency counts from when each
- * request was due.
+ * request was due. Then the same offered rate straight to PostgreSQL. Both windows start
+ * right after a checkpoint, and the two run as `cfg.pairs` adjacent pairs: the tail is the
+ * database's WAL flush after a checkpoint (docs/performance.md), a burst that lands in one
+ * window and not the next, so one window moved the verdict between 9.6 and 37 ms on one
+ * build. The pair with the median gateway p99 is shown; every pair is listed.
  */
 export async function halfPeakScenario(ctx, peakRps) {
-  const { cfg, versions, say } = ctx;
+  const { cfg } = ctx;
   const rate = Math.max(1, Math.round(peakRps / 2));
+  const all = [];
+  for (let p = 0; p < cfg.pairs; p++) {
+    const http = await halfPeakGateway(ctx, rate, peakRps);
+    const raw = await halfPeakRaw(ctx, rate, peakRps);
+    all.push({ http, raw });
+  }
+  const sorted = [...all].sort((a, b) => a.http.p99 - b.http.p99);
+  const median = sorted[Math.floor((sorted.length - 1) / 2)];
+  if (all.length > 1) {
+    median.http.p99_pairs = all.map((x) => ({ http: x.http.p99, raw: x.raw.p99 }));
+    ctx.say(`  median of ${all.length} pairs: gateway p99 ${median.http.p99} ms, raw SQL ${median.raw.p99} ms`);
+  }
+  return [median.http, median.raw];
+}
+
+/** ' (median of 3 pairs, gateway / raw SQL: 9.1 / 6.2, …)', or '' for one pair. */
+export const p99PairsText = (http) =>
+  http?.p99_pairs ? ` (median of ${http.p99_pairs.length} pairs, gateway / raw SQL: ${http.p99_pairs.map((p) => `${p.http} / ${p.raw}`).join(', ')})` : '';
+
+async function halfPeakGateway(ctx, rate, peakRps) {
+  const { cfg, versions, say } = ctx;
   const sockets = cfg.levels[cfg.levels.length - 1];
   const u = new URL(ctx.url);
   const busy = new Set();
@@ -358,8 +383,13 @@ export async function halfPeakScenario(ctx, peakRps) {
         .join(', ')}`,
     );
   }
+  return r;
+}
 
-  // The same offered rate straight to PostgreSQL: how much of the tail is the database's.
+/** The same offered rate straight to PostgreSQL: how much of the tail is the database's. */
+async function halfPeakRaw(ctx, rate, peakRps) {
+  const { cfg, versions, say } = ctx;
+  const sockets = cfg.levels[cfg.levels.length - 1];
   await checkpoint(ctx.dbUrl);
   let m = 0;
   const rawBusy = new Set();
@@ -384,7 +414,7 @@ export async function halfPeakScenario(ctx, peakRps) {
   });
   const rr = row('put p99 at 50% of peak', 'raw open loop', sockets, raw, raw.probe, { target_rate: rate, peak_rps: peakRps });
   say(`  raw SQL put at ${rate} tx/s: achieved ${rr.rps}, p50 ${rr.p50} ms, p99 ${rr.p99} ms`);
-  return [r, rr];
+  return rr;
 }
 
 // ---- get ----------------------------------------------------------------------------------

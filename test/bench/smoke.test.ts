@@ -45,6 +45,8 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
       ratio?: number;
       ratio_ref?: number;
       ratio_ref_pairs?: { http: number; reference: number; ratio: number }[];
+      p99?: number;
+      p99_pairs?: { http: number; raw: number }[];
       same_page?: boolean;
     }[];
     targets: { id: string; value: unknown }[];
@@ -83,6 +85,15 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
     expect(pairs.some((p) => p.ratio === http.ratio_ref && p.http === http.rps), JSON.stringify({ rps: http.rps, pairs })).toBe(true);
     expect(result.targets.find((x) => x.id === `${scenario}_ref_ratio`)?.value).toBe(http.ratio_ref);
   }
+  // The half-peak tail is three adjacent gateway / raw SQL windows too; the pair with the
+  // median gateway p99 is shown and decides the target.
+  const half = result.rows.filter((x) => x.scenario === 'put p99 at 50% of peak');
+  expect(half.map((x) => x.transport)).toEqual(['http open loop', 'raw open loop']);
+  const p99s = half[0].p99_pairs!;
+  expect(p99s, 'half-peak pairs').toHaveLength(3);
+  expect(half[0].p99).toBe([...p99s].map((p) => p.http).sort((a, b) => a - b)[1]);
+  expect(p99s.some((p) => p.http === half[0].p99 && p.raw === half[1].p99), JSON.stringify({ half, p99s })).toBe(true);
+  expect(result.targets.find((x) => x.id === 'put_p99_half_peak')?.value).toBe(half[0].p99);
   // History has its design bar too: the reference answers the same page, rendered at read
   // time and from rows stored rendered, and the gateway's row carries its ratio to it.
   for (const t of ['reference', 'reference pre-rendered']) {
