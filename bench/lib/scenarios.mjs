@@ -168,9 +168,12 @@ async function pairedRuns(ctx, scenario, c, perClient, pairs, extra) {
 export const pairsText = (http) =>
   http.ratio_ref_pairs ? ` (median of ${http.ratio_ref_pairs.length} pairs: ${http.ratio_ref_pairs.map((p) => p.ratio).join(', ')})` : '';
 
-/** The pair whose ratio is the median (the lower middle one for an even count). */
-export function medianPair(all) {
-  const sorted = [...all].sort((a, b) => (a.http.ratio_ref ?? 0) - (b.http.ratio_ref ?? 0));
+/**
+ * The pair whose `by` is the median (the lower middle one for an even count); by default the
+ * kslate row's ratio to the reference.
+ */
+export function medianPair(all, by = (pair) => pair.http.ratio_ref ?? 0) {
+  const sorted = [...all].sort((a, b) => by(a) - by(b));
   return sorted[Math.floor((sorted.length - 1) / 2)];
 }
 
@@ -304,8 +307,7 @@ export async function halfPeakScenario(ctx, peakRps) {
     const raw = await halfPeakRaw(ctx, rate, peakRps);
     all.push({ http, raw });
   }
-  const sorted = [...all].sort((a, b) => a.http.p99 - b.http.p99);
-  const median = sorted[Math.floor((sorted.length - 1) / 2)];
+  const median = medianPair(all, (pair) => pair.http.p99);
   if (all.length > 1) {
     median.http.p99_pairs = all.map((x) => ({ http: x.http.p99, raw: x.raw.p99 }));
     ctx.say(`  median of ${all.length} pairs: gateway p99 ${median.http.p99} ms, raw SQL ${median.raw.p99} ms`);

@@ -6,10 +6,10 @@
  * and the driver parses it and builds the row parsers again (with normalising the query
  * config, ~9% of a get's gateway CPU in the profile). The description of a named statement
  * never changes while its text does not: the first run here describes it, keeps its column
- * names and parsers by name for its database (one map per pool), and later runs send only Bind, Execute and Sync (plus Parse the
- * first time on a connection). A row whose column count differs from the kept description
- * (a schema changed under a running process) drops the description and fails the query
- * with a clear error; the next run describes again.
+ * names and parsers by name for its database (one map per pool), and later runs send only
+ * Bind, Execute and Sync (plus Parse the first time on a connection). A row whose column
+ * count differs from the kept description (a schema changed under a running process) drops
+ * the description and fails the query with a clear error; the next run describes again.
  *
  * This is pg's documented "submittable" (an object with `submit(connection)` that the client
  * queues like a Query), written for the one case it serves: a named statement, no portal
