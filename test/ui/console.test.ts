@@ -362,6 +362,59 @@ describe('pages', () => {
   );
 
   test(
+    'live: a change re-renders the field, the record version and the checkpoint exactly as a reload would',
+    async () => {
+      await mustPut('alice', 'incident/live-2/fields/severity', { value: 2, expected_version: 0 });
+      await mustPut('alice', 'incident/live-2/fields/blob', { value: { step: 1 }, expected_version: 0, evidence: 'first look' });
+      await mustPut('alice', 'incident/live-2/checkpoint', { document: { summary: 'looking', next_steps: 'wait' } });
+      const page = await newPage();
+      await signIn(page, 'alice');
+      await page.goto(`${t.url}/ui/records/incident/live-2`);
+      const blob = page.locator('tr[data-field="blob"]');
+      await hasText(blob.locator('[data-k="version"]'), '1');
+      let loadedAt = await page.evaluate(() => performance.timeOrigin);
+      const snapshot = () =>
+        page.evaluate(() => ({
+          rows: Array.from(document.querySelectorAll('main tbody tr')).map((r) => r.outerHTML),
+          version: Array.from(document.querySelectorAll('main p')).find((p) => p.textContent?.startsWith('Record version'))?.outerHTML,
+          checkpoint: document.querySelector('section[aria-label="Checkpoint of role responder"]')?.outerHTML,
+        }));
+      /** What the page shows after `write`, once `row` shows `version`, against the reloaded page. */
+      const liveThenReload = async (write: () => Promise<void>, row: string, version: string) => {
+        await write();
+        await hasText(page.locator(`tr[data-field="${row}"] [data-k="version"]`), version);
+        expect(await page.evaluate(() => performance.timeOrigin)).toBe(loadedAt); // no reload
+        const live = await snapshot();
+        await page.reload();
+        loadedAt = await page.evaluate(() => performance.timeOrigin);
+        return { live, reloaded: await snapshot() };
+      };
+      // carol writes blob with new evidence, premises and invocation.
+      const one = await liveThenReload(
+        () =>
+          mustPut('carol', 'incident/live-2/fields/blob', {
+            value: { step: 2, hosts: ['db-1', 'db-2'] },
+            expected_version: 1,
+            evidence: 'replica logs',
+            based_on: [{ field: 'severity', version: 1 }],
+            invocation: { run: 'r-9' },
+          }),
+        'blob',
+        '2',
+      );
+      expect(one.reloaded.rows.find((r) => r.includes('data-field="blob"'))).toContain('replica logs');
+      expect(one.reloaded.checkpoint).toContain('blob v2 by apikey:carol');
+      expect(one.reloaded.version).toContain('<strong>3</strong>');
+      expect(one.live).toEqual(one.reloaded);
+      // A field the page had no row for yet appears, as on a reload.
+      const two = await liveThenReload(() => mustPut('carol', 'incident/live-2/fields/status', { value: 'investigating', expected_version: 0 }), 'status', '1');
+      expect(two.reloaded.version).toContain('<strong>4</strong>');
+      expect(two.live).toEqual(two.reloaded);
+    },
+    TEST_MS,
+  );
+
+  test(
     'a task field shows its owner and a ticking countdown; a lapsed lease is flagged',
     async () => {
       const page = await newPage();
