@@ -102,7 +102,7 @@ export function mountConsole(app: Hono<AppEnv>, s: AppServices, peer: PeerAddres
   app.get(`${UI_PATH}/classes/:class/records`, (c) => recordsPage(c, s, peer));
   app.get(`${UI_PATH}/records/:class/:id`, (c) => recordPage(c, s, peer));
   app.get(`${UI_PATH}/records/:class/:id/history`, (c) => historyPage(c, s, peer));
-  // The record page's live part: the record's watch stream as the cookie's identity (an
+  // The record page's live part: the record's watch stream with the session's credential (an
   // EventSource cannot send an Authorization header), the same handler and refusals as
   // GET /v1/records/{class}/{id}/watch.
   app.get(`${UI_PATH}/records/:class/:id/watch`, async (c) => {
@@ -238,7 +238,8 @@ function refusal(c: C, s: AppServices, r: Extract<RequestResult, { ok: false }>,
     // Not signed in: the sign-in form (a plain redirect, not an error page).
     if (!hasSessionCookie(c, s)) return c.redirect(`${UI_PATH}/sign-in`, 303);
     if (code === 'UNAUTHENTICATED') clearSessionCookie(c, s);
-    const notice = code === 'UNAUTHENTICATED' ? 'Your credential is no longer accepted; sign in again.' : undefined;
+    // A refused credential gets a notice; an ended session's message says it all.
+    const notice = code === 'UNAUTHENTICATED' && message !== SESSION_ENDED ? 'Your credential is no longer accepted; sign in again.' : undefined;
     return c.html(<SignInPage notice={notice} error={{ code, message }} />, r.error.status as 401);
   }
   return c.html(<ErrorPage who={r.identity.author} title={title} code={code} message={message} back={back} />, r.error.status as 403);
