@@ -12,7 +12,38 @@ const UNREACHABLE_CODES = new Set([
   '53300', // too_many_connections
   '08001', // sqlclient_unable_to_establish_sqlconnection
   '08004', // sqlserver_rejected_establishment_of_sqlconnection
+  '25006', // read_only_sql_transaction: a standby (or a read-only server) refused the statement
 ]);
+
+/** SQLSTATE read_only_sql_transaction: what a standby answers to a write (db/kysely/primary.ts). */
+export const READ_ONLY = '25006';
+
+/** pg's client-side query timeout (node_modules/pg/lib/client.js, `query_timeout`). */
+export const CLIENT_TIMEOUT_MESSAGE = 'Query read timeout';
+
+const CONNECTING = Symbol('kslate.connecting');
+
+/**
+ * Mark an error raised while a connection was being made (before any statement of a request
+ * was sent): classified unreachable, whatever its message. A proxy with no server behind it
+ * (HAProxy during a failover) accepts the TCP connection and closes it, which pg reports as
+ * "Connection terminated unexpectedly", the same words as a connection lost under a query.
+ */
+export function connectFailed(e: unknown): unknown {
+  if (e && typeof e === 'object') Object.defineProperty(e, CONNECTING, { value: true });
+  return e;
+}
+
+/**
+ * Whether a pooled connection that gave this error must be ended rather than reused: the
+ * client-side timeout leaves its query active on the connection, and a connection that
+ * reached a standby (or a server turned read-only) refuses every write it would carry.
+ */
+export function discardsConnection(e: unknown): boolean {
+  if (!e || typeof e !== 'object') return false;
+  const err = e as { code?: unknown; message?: unknown };
+  return err.code === READ_ONLY || err.message === CLIENT_TIMEOUT_MESSAGE;
+}
 
 /**
  * Those that mean a connection ended while it was in use: the statement may have been sent,
@@ -50,12 +81,15 @@ export function classifyDbError(e: unknown): DbFault {
   if (SCHEMA_CODES.has(code)) return 'schema';
   if (DATA_CODES.has(code)) return 'data';
   if (TIMEOUT_CODES.has(code)) return 'timeout';
+  if ((e as { [CONNECTING]?: boolean })[CONNECTING]) return 'unreachable';
   // A socket error while connecting (Node's `syscall: 'connect'`, e.g. connect ETIMEDOUT).
   if (UNREACHABLE_CODES.has(code) || (code.startsWith('E') && (e as { syscall?: unknown }).syscall === 'connect')) return 'unreachable';
   if (LOST_CODES.has(code) || code.startsWith('08')) return 'lost';
   const msg = typeof err.message === 'string' ? err.message : '';
-  // pg's client-side query_timeout (node_modules/pg/lib/client.js): the server did not answer at all.
-  if (msg === 'Query read timeout') return 'timeout';
+  // pg's client-side query_timeout: the statement was sent and the server did not answer. It
+  // may still commit (a commit waiting for its synchronous standby completes locally once the
+  // client is gone), so the outcome is unknown, as when the connection is lost.
+  if (msg === CLIENT_TIMEOUT_MESSAGE) return 'lost';
   // pg's messages (node_modules/pg/lib/client.js, pg-pool): connecting failed, or a client
   // already broken was asked to query (it sends nothing).
   if (

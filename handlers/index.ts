@@ -335,6 +335,8 @@ export function storageFaultError(f: StorageFault): SvcError {
       return new SvcError(
         'UNAVAILABLE',
         'The connection to the database was lost while this request was in flight, so a write may have been applied: read before retrying it (the gateway reconnects by itself).',
+        // Said in the body too, for a client to act on without reading the message (docs/ha.md).
+        { outcome: 'unknown' },
       );
     case 'timeout':
       return new SvcError(

@@ -229,7 +229,14 @@ const ERROR_EXTRAS: Record<ErrorCode, v.ObjectEntries> = {
   INVALID_CHECKPOINT: { record, field: where.field },
   RATE_LIMITED: {},
   INTERNAL: { request_id: v.pipe(v.string(), d('The id of the log line with the cause; quote it to the operator.')) },
-  UNAVAILABLE: {},
+  UNAVAILABLE: {
+    outcome: v.optional(
+      v.pipe(
+        v.literal('unknown'),
+        d('Present when the database connection broke or stopped answering after the request was sent: a write may or may not have been applied; read before retrying it (docs/ha.md).'),
+      ),
+    ),
+  },
   METHOD_NOT_ALLOWED: {},
   EXPIRED: {
     class: v.string(),

@@ -43,6 +43,8 @@ export interface Config {
   dbTimeoutMs: number;
   /** The request pool's connections (the sweep and maintenance use two more). */
   dbPoolSize: number;
+  /** The operator accepts a primary without a synchronous standby: no warning at start or in /readyz (docs/ha.md). */
+  allowAsyncReplication: boolean;
   /** dev only: the embedded PostgreSQL's port. */
   devPgPort: number;
   /** Serve the read-only web console at /ui on the API port (docs/console.md). */
@@ -123,6 +125,11 @@ export const FLAGS: Record<string, FlagSpec> = {
     env: 'KSLATE_DB_POOL_SIZE',
     help: 'database connections for requests; more requests than this wait in the gateway, not in PostgreSQL',
     default: '10',
+  },
+  'allow-async-replication': {
+    env: 'KSLATE_ALLOW_ASYNC_REPLICATION',
+    help: 'true: accept a primary without a synchronous standby (no warning at start or in /readyz); a failover may then lose acknowledged writes (docs/ha.md)',
+    default: 'false',
   },
   ui: { env: 'KSLATE_UI', help: 'serve the read-only web console at /ui on the API port (true or false)', default: 'true' },
   'ui-session-ttl': {
@@ -240,6 +247,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   if (Boolean(cert) !== Boolean(key)) {
     throw new ConfigError('--tls-cert (KSLATE_TLS_CERT) and --tls-key (KSLATE_TLS_KEY) go together; give both or neither.');
   }
+  const allowAsync = raw('allow-async-replication') ?? 'false';
+  if (allowAsync !== 'true' && allowAsync !== 'false') {
+    throw new ConfigError(`--allow-async-replication (KSLATE_ALLOW_ASYNC_REPLICATION) must be true or false; got "${allowAsync}".`);
+  }
   const ui = raw('ui') ?? 'true';
   if (ui !== 'true' && ui !== 'false') throw new ConfigError(`--ui (KSLATE_UI) must be true or false; got "${ui}".`);
   const uiSessionTtlMs = duration('ui-session-ttl', '8h or 30m');
@@ -275,6 +286,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     drainTimeoutMs: duration('drain-timeout', '25s'),
     dbTimeoutMs: duration('db-timeout', '10s'),
     dbPoolSize: int('db-pool-size', 1, 1000),
+    allowAsyncReplication: allowAsync === 'true',
     devPgPort: int('dev-pg-port', 1, 65535),
     ui: ui === 'true',
     uiSessionTtlMs,

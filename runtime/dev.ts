@@ -135,6 +135,8 @@ export async function dev(argv: string[]): Promise<void> {
     apikeys: 'examples/apikeys.yaml',
     classes: 'examples/classes',
     'sweep-interval': '10s',
+    // One embedded PostgreSQL for development: there is no standby to fail over to.
+    'allow-async-replication': 'true',
   });
   const log = createLogger({ level: cfg.logLevel });
   guardFaults(log);

@@ -53,7 +53,7 @@ const COMMAND_USAGE: Record<string, { usage: string; flags: string[] }> = {
     flags: SERVE_FLAGS,
   },
   dev: {
-    usage: 'kslate dev [flags]        (what `npm start` runs)\n\nThe gateway and the sweep in one process on an embedded PostgreSQL kept under --data-dir, with the\nexample classes and keys (defaults: --identity apikey --apikeys examples/apikeys.yaml\n--classes examples/classes --sweep-interval 10s), on loopback only. With --database-url it uses\nthat database instead. Ctrl-C stops it.',
+    usage: 'kslate dev [flags]        (what `npm start` runs)\n\nThe gateway and the sweep in one process on an embedded PostgreSQL kept under --data-dir, with the\nexample classes and keys (defaults: --identity apikey --apikeys examples/apikeys.yaml\n--classes examples/classes --sweep-interval 10s --allow-async-replication true), on loopback only. With --database-url it uses\nthat database instead. Ctrl-C stops it.',
     flags: Object.keys(FLAGS),
   },
   worker: {

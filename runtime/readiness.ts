@@ -6,13 +6,14 @@
  */
 import type pg from 'pg';
 import { migrate, schemaVersion, SCHEMA_VERSION } from '../db/migrate.js';
-import { classifyDbError } from '../db/errors.js';
+import { classifyDbError, READ_ONLY } from '../db/errors.js';
 import type { Logger } from '../handlers/context.js';
 
 /** How long a probe waits for the database: a frozen server answers 503 instead of hanging. */
 export const CHECK_TIMEOUT_MS = 2_000;
 
-type Answer = { ready: true } | { ready: false; message: string };
+/** Ready, perhaps with warnings an operator should act on (a primary without a synchronous standby); or not, and why. */
+type Answer = { ready: true; warnings?: string[] } | { ready: false; message: string };
 
 export class Readiness {
   private applying: Promise<void> | null = null;
@@ -30,7 +31,36 @@ export class Readiness {
     private readonly afterApply: () => Promise<void>,
     /** Why something besides the database keeps the gateway from serving (an identity provider), or null. */
     private readonly otherProblem: () => string | null = () => null,
+    /**
+     * Why a failover could lose acknowledged writes (db/kysely/primary.ts replicationRisk), or
+     * null; absent with --allow-async-replication.
+     */
+    private readonly replicationRisk?: () => Promise<string | null>,
   ) {}
+
+  /** The last replication risk seen, so a change is logged once, not on every probe. */
+  private risk: string | null = null;
+
+  /**
+   * Check the primary's replication now (at start, and on every ready probe): a risk is
+   * logged as a warning when it appears and at info when it is gone (a standby that came
+   * back). Returns the risk; null also when the check could not run (readiness says why).
+   */
+  async checkReplication(): Promise<string | null> {
+    if (!this.replicationRisk) return null;
+    let risk: string | null;
+    try {
+      risk = await this.replicationRisk();
+    } catch {
+      return this.risk;
+    }
+    if (risk !== this.risk) {
+      if (risk) this.log.warn(risk);
+      else this.log.info('the primary has a synchronous standby again: acknowledged writes survive a failover');
+      this.risk = risk;
+    }
+    return risk;
+  }
 
   /** From now on /readyz answers 503: the gateway is stopping (SIGTERM/SIGINT). */
   startDraining(): void {
@@ -78,13 +108,19 @@ export class Readiness {
     }
     try {
       const v = await schemaVersion(this.pool);
-      if (v !== null && v >= SCHEMA_VERSION) return { ready: true };
+      if (v !== null && v >= SCHEMA_VERSION) {
+        // Still ready: the gateway serves, but the operator is told what a failover would cost.
+        const risk = await this.checkReplication();
+        return risk ? { ready: true, warnings: [risk] } : { ready: true };
+      }
       this.ensureSchema();
       return {
         ready: false,
         message: `The database schema (version ${SCHEMA_VERSION}) is missing and is being applied; retry shortly.`,
       };
     } catch (e) {
+      // A connection to a standby is refused with what to do (db/kysely/primary.ts); say that.
+      if ((e as { code?: unknown }).code === READ_ONLY) return { ready: false, message: `The gateway ${(e as Error).message}.` };
       return {
         ready: false,
         message: classifyDbError(e)

@@ -26,7 +26,7 @@ export interface AppServices {
   providers: IdentityProvider[];
   /** The rejected-credential budget per client address (429 RATE_LIMITED). */
   budget: { isExhausted(address: string): boolean; spend(address: string): void };
-  readiness: { check(): Promise<{ ready: true } | { ready: false; message: string }> };
+  readiness: { check(): Promise<{ ready: true; warnings?: string[] } | { ready: false; message: string }> };
   /** Proxy hops to trust in X-Forwarded-For for the client address. */
   trustProxy: number;
   cursorKey(): Promise<string>;

@@ -61,6 +61,8 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
     // Keep serving: every request answers 503 until the database is back, then /readyz applies it.
     log.warn('database not reachable at start; answering 503 until it is', { error: (e as Error).message });
   }
+  // A primary without a synchronous standby is logged now (and shown in /readyz): docs/ha.md.
+  await services.readiness.checkReplication();
   if (cfg.classesDir) {
     await services.reconcileOnce().catch((e) => log.warn('class reconcile at start failed; will retry', { error: (e as Error).message }));
   }

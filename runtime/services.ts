@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { cancelOwnStatements, createPool, PgDb } from '../db/kysely/index.js';
+import { replicationRisk } from '../db/kysely/primary.js';
 import { cachedRegistry, type ClassRegistry } from '../handlers/class-registry.js';
 import type { Ctx, Logger } from '../handlers/context.js';
 import type { Identity, IdentityProvider } from '../handlers/types.js';
@@ -168,6 +169,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     },
     // A provider that cannot verify tokens yet (an OIDC issuer not reached) makes the gateway not ready.
     () => providers.map((p) => p.notReady?.() ?? null).find((m) => m !== null) ?? null,
+    cfg.allowAsyncReplication ? undefined : () => replicationRisk(pool),
   );
   const watch = new ChangeHub(
     db,

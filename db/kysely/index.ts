@@ -28,7 +28,8 @@ import type {
   TryWrite,
   WriteTx,
 } from '../port.js';
-import { toStorageFault } from '../errors.js';
+import { connectFailed, discardsConnection, toStorageFault } from '../errors.js';
+import { requirePrimary } from './primary.js';
 import * as sweepSql from './sweep.js';
 import * as sessionSql from './sessions.js';
 import type { NewConsoleSession } from '../port.js';
@@ -76,12 +77,10 @@ export async function cancelOwnStatements(pool: pg.Pool, applicationName: string
 /** How often a backend checks that its client is still connected (client_connection_check_interval). */
 export const CLIENT_CHECK_MS = 1_000;
 
-/** pg's client-side query timeout error (node_modules/pg/lib/client.js, `query_timeout`). */
-export const CLIENT_TIMEOUT_MESSAGE = 'Query read timeout';
-
 /**
  * pg's `query_timeout` answers the caller but leaves the timed-out query active on the
- * connection, so the next query would queue behind it. Such a client is ended here (pg ends
+ * connection, so the next query would queue behind it; a connection on a server turned
+ * read-only refuses every write. Such a client is ended here (discardsConnection; pg ends
  * a client with an active query by destroying its socket, without an 'error' event), and the
  * pool drops an ending client when it is released instead of handing it out again.
  */
@@ -94,9 +93,18 @@ class TimeoutSafeClient extends pg.Client {
     this.on('error', () => undefined);
   }
 
+  /** A failure to connect is told apart from one under a statement (connectFailed). */
+  override connect(...args: unknown[]): any {
+    const done = args[0];
+    if (typeof done === 'function') {
+      return super.connect(((err: Error | null, ...rest: unknown[]) => (done as (...a: unknown[]) => void)(err && connectFailed(err), ...rest)) as never);
+    }
+    return super.connect().catch((e: unknown) => Promise.reject(connectFailed(e)));
+  }
+
   override query(...args: unknown[]): any {
     const onTimeout = (e: unknown) => {
-      if (e instanceof Error && e.message === CLIENT_TIMEOUT_MESSAGE) void this.end().catch(() => undefined);
+      if (discardsConnection(e)) void this.end().catch(() => undefined);
     };
     const last = args[args.length - 1];
     if (typeof last === 'function') {
@@ -144,6 +152,9 @@ export function createPool(opts: PgOptions): pg.Pool {
     // waits and aborts the statement once the client is gone. A startup parameter, like the
     // timeouts, so it costs no round trip.
     options: `-c client_connection_check_interval=${CLIENT_CHECK_MS}`,
+    // A new connection must reach a writable primary (a failover can leave the address
+    // leading to a standby for a while): refused here, it is never handed to a request.
+    onConnect: requirePrimary,
   });
   // An idle client losing its server emits 'error' on the pool; without a listener Node
   // would crash. The pool replaces the client on next use, which is how we recover.

@@ -123,7 +123,7 @@ export function healthz(c: Context): Response {
 
 export async function readyz(c: Context, s: Pick<AppServices, 'readiness'>): Promise<Response> {
   const r = await s.readiness.check();
-  if (r.ready) return c.json({ status: 'ready' }, 200);
+  if (r.ready) return c.json(r.warnings ? { status: 'ready', warnings: r.warnings } : { status: 'ready' }, 200);
   return c.json(new SvcError('UNAVAILABLE', r.message).body(), 503);
 }
 

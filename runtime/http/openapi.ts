@@ -23,7 +23,15 @@ export const OPENAPI_CACHE_CONTROL = 'public, max-age=3600';
 const d = v.description;
 
 export const healthBody = v.strictObject({ status: v.literal('ok') });
-export const readyBody = v.strictObject({ status: v.literal('ready') });
+export const readyBody = v.strictObject({
+  status: v.literal('ready'),
+  warnings: v.optional(
+    v.pipe(
+      v.array(v.string()),
+      d('What an operator should fix while the gateway serves, e.g. a primary without a synchronous standby (docs/ha.md); absent when there is nothing.'),
+    ),
+  ),
+});
 
 /** An MCP message: JSON-RPC 2.0 (docs/mcp.md); the tools are listed by tools/list, not here. */
 export const jsonRpcMessage = v.pipe(

@@ -178,3 +178,59 @@ describe('a database without the schema', () => {
     }
   });
 });
+
+describe('a primary without a synchronous standby (docs/ha.md)', () => {
+  /** A logger keeping its warnings. */
+  function collecting() {
+    const warnings: string[] = [];
+    const infos: string[] = [];
+    return { warnings, infos, log: { debug() {}, info: (m: string) => void infos.push(m), warn: (m: string) => void warnings.push(m), error() {} } };
+  }
+
+  // The test server is one PostgreSQL: synchronous_standby_names is empty.
+  it('is warned about at start and in /readyz, which stays 200 (the gateway serves; the operator is told)', async () => {
+    const c = collecting();
+    const t = await startTestGateway([incident], { log: c.log });
+    try {
+      expect(c.warnings.filter((w) => /no synchronous standby/.test(w))).toHaveLength(1);
+      for (const url of [t.url + '/readyz', t.gw.metricsUrl + '/readyz']) {
+        const r = await getJson(url);
+        expect(r.status).toBe(200);
+        expect(r.body.status).toBe('ready');
+        expect(r.body.warnings).toEqual([expect.stringMatching(/synchronous_standby_names is empty.*--allow-async-replication/)]);
+      }
+      // Logged once, not on every probe.
+      expect(c.warnings.filter((w) => /no synchronous standby/.test(w))).toHaveLength(1);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('synchronous_commit off or local is named too: commits would not wait for a standby', async () => {
+    const db = await freshDatabase();
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    await admin.query(`alter database ${db.name} set synchronous_commit = local`);
+    await admin.end();
+    const t = await startTestGateway([incident], { db, log: collecting().log });
+    try {
+      const r = await getJson(t.url + '/readyz');
+      expect(r.status).toBe(200);
+      expect(r.body.warnings).toEqual([expect.stringMatching(/synchronous_commit is local.*do not wait for a synchronous standby/)]);
+    } finally {
+      await t.close();
+      await db.drop();
+    }
+  });
+
+  it('--allow-async-replication: the operator accepts it, so no warning at start or in /readyz', async () => {
+    const c = collecting();
+    const t = await startTestGateway([incident], { log: c.log, extraArgs: ['--allow-async-replication', 'true'] });
+    try {
+      expect(c.warnings.filter((w) => /synchronous/.test(w))).toEqual([]);
+      expect(await getJson(t.url + '/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
+    } finally {
+      await t.close();
+    }
+  });
+});
