@@ -80,6 +80,9 @@ export const ValuesSchema = v.pipe(v.strictObject({
       v.maxValue(1000),
       describe('Database connections per replica for requests (--db-pool-size); 0 = the gateway\'s default (10). Keep replicas x this near twice PostgreSQL\'s cores and below its max_connections.'),
     ),
+    allowAsyncReplication: flag(
+      'Accept a primary without a synchronous standby (--allow-async-replication): no warning at start or in /readyz. A failover may then lose acknowledged writes (docs/ha.md). The bundled postgres (one pod, no failover) implies it.',
+    ),
     maxHeapMB: v.pipe(
       v.number(),
       v.integer(),

@@ -127,6 +127,14 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       const set = gwArgs(render(v, ['default'], { 'gateway.dbPoolSize': 6 }));
       expect(set[set.indexOf('--db-pool-size') + 1]).toBe('6');
     });
+    test('gateway.allowAsyncReplication: --allow-async-replication true for an external database only when set; the bundled one (no standby) implies it', () => {
+      const gwArgs = (objs: K8sObject[]) => args(find(objs, 'Deployment', GATEWAY));
+      expect(gwArgs(render(v, ['external-dsn']))).not.toContain('--allow-async-replication');
+      const set = gwArgs(render(v, ['external-dsn'], { 'gateway.allowAsyncReplication': true }));
+      expect(set[set.indexOf('--allow-async-replication') + 1]).toBe('true');
+      const bundled = gwArgs(render(v));
+      expect(bundled[bundled.indexOf('--allow-async-replication') + 1]).toBe('true');
+    });
     test('gateway.maxSemiSpaceMB: NODE_OPTIONS sizes the young generation beside the heap cap (0, Node\'s default, by default)', () => {
       const env = (objs: K8sObject[]) => container(find(objs, 'Deployment', GATEWAY)).env.find((e: { name: string }) => e.name === 'NODE_OPTIONS');
       expect(env(render(v, ['default'], { 'gateway.maxSemiSpaceMB': 64 }))).toEqual({
