@@ -190,56 +190,49 @@ function expectKept(report: RunReport): void {
   expect(refused, 'writes answered 503 during the failover').toBeGreaterThan(0);
 }
 
+/** The failovers, each run under load: how the primary fails, and how its node comes back. */
+const failovers: { title: string; tag: string; fail: (c: { leader: string; sync: string }) => Promise<void> | void; rejoin: (old: string) => void }[] = [
+  {
+    title: 'the primary is SIGKILLed (the machine dies); it rejoins as a standby',
+    tag: 'kill',
+    fail: ({ leader }) => cluster.kill(leader),
+    rejoin: (old) => cluster.startPatroni(old),
+  },
+  {
+    title: "Patroni's planned switchover to the synchronous standby",
+    tag: 'switchover',
+    fail: ({ leader, sync }) => cluster.switchover(leader, sync),
+    rejoin: () => undefined,
+  },
+  {
+    title: 'the primary is frozen (SIGSTOP) until Patroni fails over, then thawed: it rejoins as a standby',
+    tag: 'freeze',
+    fail: ({ leader }) => cluster.freeze(leader),
+    rejoin: (old) => cluster.thaw(old),
+  },
+];
+
 describe.sequential('failover under load', () => {
-  it('the primary is SIGKILLed (the machine dies); it rejoins as a standby', async () => {
-    let old = '';
-    const { report, load, t0 } = await underLoad(
-      'kill',
-      async () => {
-        old = (await cluster.waitHealthy(60_000)).leader;
-        await cluster.kill(old);
-        await cluster.waitForLeader(120_000, old);
-      },
-      async () => {
-        cluster.startPatroni(old);
-        await cluster.waitHealthy(180_000);
-      },
-    );
-    console.info('SIGKILL', JSON.stringify(expectRecovery(load, t0)));
-    expectKept(report);
-  });
-
-  it("Patroni's planned switchover to the synchronous standby", async () => {
-    const { report, load, t0 } = await underLoad(
-      'switchover',
-      async () => {
-        const { leader, sync } = await cluster.waitHealthy(60_000);
-        await cluster.switchover(leader, sync);
-        await cluster.waitForLeader(120_000, leader);
-      },
-      async () => void (await cluster.waitHealthy(180_000)),
-    );
-    console.info('switchover', JSON.stringify(expectRecovery(load, t0)));
-    expectKept(report);
-  });
-
-  it('the primary is frozen (SIGSTOP) until Patroni fails over, then thawed: it rejoins as a standby', async () => {
-    let old = '';
-    const { report, load, t0 } = await underLoad(
-      'freeze',
-      async () => {
-        old = (await cluster.waitHealthy(60_000)).leader;
-        cluster.freeze(old);
-        await cluster.waitForLeader(120_000, old);
-      },
-      async () => {
-        cluster.thaw(old);
-        await cluster.waitHealthy(180_000);
-      },
-    );
-    console.info('SIGSTOP', JSON.stringify(expectRecovery(load, t0)));
-    expectKept(report);
-  });
+  for (const f of failovers) {
+    it(f.title, async () => {
+      let old = '';
+      const { report, load, t0 } = await underLoad(
+        f.tag,
+        async () => {
+          const healthy = await cluster.waitHealthy(60_000);
+          old = healthy.leader;
+          await f.fail(healthy);
+          await cluster.waitForLeader(120_000, old);
+        },
+        async () => {
+          f.rejoin(old);
+          await cluster.waitHealthy(180_000);
+        },
+      );
+      console.info(f.tag, JSON.stringify(expectRecovery(load, t0)));
+      expectKept(report);
+    });
+  }
 });
 
 describe.sequential('a gateway given one node directly, not through HAProxy', () => {

@@ -7,6 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
+import type { HistoryRow } from '../../runtime/ui/timeline.js';
 import { checkRegister, type RegOp, type RegState } from '../support/linearizability.js';
 
 export const CLASS = 'ha';
@@ -231,18 +232,6 @@ export class Workload {
   }
 }
 
-interface HistoryRow {
-  seq: number;
-  field: string;
-  op: string;
-  version?: number;
-  record_version?: number;
-  value?: unknown;
-  author: string;
-  expected_version?: number;
-  invocation?: { op?: string };
-  outcome: string;
-}
 
 /** Every history row of a record, oldest first (all pages). */
 export async function readHistory(gateway: string, key: string, record: string): Promise<HistoryRow[]> {
@@ -349,7 +338,7 @@ export function checkRun(
     // cancelled by the server) never. An operation is all its attempts (retries with its key).
     const byOp = new Map<string, HistoryRow[]>();
     for (const r of applied) {
-      const id = r.invocation?.op;
+      const id = (r.invocation as { op?: string } | undefined)?.op;
       if (id) byOp.set(id, [...(byOp.get(id) ?? []), r]);
     }
     const regValue = new Map<number, string>();
