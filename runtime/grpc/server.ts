@@ -13,12 +13,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { createRequire } from 'node:module';
-import { dirname, resolve as resolvePath } from 'node:path';
-import * as protoLoader from '@grpc/proto-loader';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
-import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation, protoPath as healthProtoPath, type ServingStatus } from 'grpc-health-check';
+import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import { MAX_BODY_BYTES, type RawBody } from '../../handlers/body.js';
 import { ERROR_TABLE, SvcError } from '../../handlers/errors.js';
 import { asSvcError, operations, type Operation } from '../../handlers/index.js';
@@ -65,7 +61,8 @@ import { resetterOf, resetters, watchRpc } from './watch.js';
 import { watchOperations } from '../../handlers/watch.js';
 import { beginCall } from './call-log.js';
 import { ERROR_DETAILS_BUDGET, fitErrorBody } from './error-body.js';
-import { LOADER_OPTIONS, loadSvcProto, messageType, PROTO_DIR, PROTO_FILES } from './proto.js';
+import { loadSvcProto, messageType } from './proto.js';
+import { addReflection } from './reflection.js';
 
 export const SERVICE_NAME = 'svc.v1.SvcService';
 export const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
@@ -409,7 +406,7 @@ export async function startGrpc(
   });
   server.addService(methods, implementation);
   const health = addHealth(server, s);
-  new ReflectionService(reflectedServices()).addToServer(server);
+  addReflection(server);
   const creds = opts.tls
     ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }], false)
     : grpc.ServerCredentials.createInsecure();
@@ -496,20 +493,6 @@ function addHealth(server: grpc.Server, s: Services): { notServing(): void } {
     },
   };
 }
-
-/**
- * What reflection describes (`grpcurl list`): our service and its messages, the health
- * service and reflection itself, from the protos the two packages ship.
- */
-function reflectedServices(): protoLoader.PackageDefinition {
-  const healthRoot = resolvePath(dirname(healthProtoPath), '../..');
-  const reflectionRoot = resolvePath(dirname(require.resolve('@grpc/reflection')), '../proto');
-  return protoLoader.loadSync([...PROTO_FILES, 'health/v1/health.proto', 'grpc/reflection/v1/reflection.proto'], {
-    ...LOADER_OPTIONS,
-    includeDirs: [PROTO_DIR, healthRoot, reflectionRoot],
-  });
-}
-const require = createRequire(import.meta.url);
 
 /** What a plain-text HTTP/2 client sends first. */
 const HTTP2_PREFACE_BYTES = 24;
