@@ -554,7 +554,15 @@ async function listenGrpc(
     }
     open++;
     socket.once('close', () => open--);
-    const timer = setTimeout(() => socket.destroy(), opts.headerTimeoutMs);
+    // Checked once more after a poll: a preface that arrived while a busy event loop held
+    // this timer back is still taken (as runtime/http/listen.ts does for HTTP).
+    const timer = setTimeout(
+      () =>
+        void afterNextPoll().then(() => {
+          if (waiting.has(socket)) socket.destroy();
+        }),
+      opts.headerTimeoutMs,
+    );
     timer.unref();
     waiting.add(socket);
     socket.once('close', () => {
