@@ -18,7 +18,8 @@ import { freshDatabase, type TestDb } from '../setup/db.js';
 import { manifestsYaml } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
 import { connect as http2Connect } from 'node:http2';
-import { describeFigures, grpcAttempt, httpAttempt, pb, sigtermUnderLoad, type Figures } from '../setup/sigterm-load.js';
+import { pb } from '../setup/protobuf.js';
+import { describeFigures, grpcAttempt, httpAttempt, sigtermUnderLoad, type Attempt } from '../setup/sigterm-load.js';
 
 const KEY = 'alice-drain-key';
 const CLASS = 'drain-demo';
@@ -315,24 +316,29 @@ describe('kslate serve on SIGTERM', { timeout: 90_000 }, () => {
 describe('kslate serve on SIGTERM under load', { timeout: 120_000 }, () => {
   const CLIENTS = 32;
 
-  /** What both transports must show; the figures are printed for the issue's closing note. */
-  function expectNothingSentLost(f: Figures, okStatus: string) {
+  /**
+   * Load `gw` with `attempt`, SIGTERM it mid-load, and check what both transports must show:
+   * every request sent before the signal answered `okStatus`, none reset or left unanswered,
+   * new connections refused once the port closed, every answered write committed, exit 0.
+   * The figures are printed for the issue's closing note.
+   */
+  async function expectNothingSentLost(gw: Gw, label: string, attempt: (c: number, n: number) => Promise<Attempt>, okStatus: number) {
+    const f = await sigtermUnderLoad({ clients: CLIENTS, warmup: 200, attempt, signal: () => gw.served.child.kill('SIGTERM') });
+    const exit = await within(gw.served.exited, 30_000, 'the exit');
+    console.log(describeFigures(`SIGTERM under load, ${label}`, f));
+    expect(exit).toEqual({ code: 0, signal: null });
     expect(f.before.sent).toBeGreaterThan(0);
     expect({ reset: f.before.reset, closed: f.before.closed, error: f.before.error }).toEqual({ reset: 0, closed: 0, error: 0 });
     expect(f.before.answered).toBe(f.before.sent);
-    expect(Object.keys(f.before.statuses)).toEqual([okStatus]);
+    expect(Object.keys(f.before.statuses)).toEqual([String(okStatus)]);
     // Once the gateway stopped listening, new connections were refused by the kernel.
     expect(f.after.refused).toBeGreaterThan(0);
     expect(f.after.error).toBe(0);
-  }
-
-  /** Every write answered as applied is in the database. */
-  async function expectCommitted(db: TestDb, f: Figures, ok: number) {
-    const c = new pg.Client({ connectionString: db.url });
+    const c = new pg.Client({ connectionString: gw.db.url });
     await c.connect();
     try {
       const { rows } = await c.query<{ n: number }>(`select count(*)::int as n from records where class = $1`, [CLASS]);
-      expect(rows[0].n).toBeGreaterThanOrEqual(f.attempts.filter((a) => a.status === ok).length);
+      expect(rows[0].n).toBeGreaterThanOrEqual(f.attempts.filter((a) => a.status === okStatus).length);
     } finally {
       await c.end();
     }
@@ -341,10 +347,10 @@ describe('kslate serve on SIGTERM under load', { timeout: 120_000 }, () => {
   it(`HTTP: ${CLIENTS} clients, a fresh connection per PUT: every request sent before the signal is answered`, async () => {
     const gw = await serve(['--drain-timeout', '20s']);
     const port = Number(new URL(gw.base).port);
-    const figures = await sigtermUnderLoad({
-      clients: CLIENTS,
-      warmup: 200,
-      attempt: (c, n) => {
+    await expectNothingSentLost(
+      gw,
+      'HTTP',
+      (c, n) => {
         const body = JSON.stringify({ value: `c${c} n${n}`, expected_version: 0 });
         return httpAttempt(
           port,
@@ -352,36 +358,22 @@ describe('kslate serve on SIGTERM under load', { timeout: 120_000 }, () => {
             `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
         );
       },
-      signal: () => gw.served.child.kill('SIGTERM'),
-    });
-    const exit = await within(gw.served.exited, 30_000, 'the exit');
-    console.log(describeFigures('SIGTERM under load, HTTP', figures));
-    expect(exit).toEqual({ code: 0, signal: null });
-    expectNothingSentLost(figures, '201');
-    await expectCommitted(gw.db, figures, 201);
+      201,
+    );
   });
 
   it(`gRPC: ${CLIENTS} clients, a fresh HTTP/2 connection per Put: every call sent before the signal is answered`, async () => {
     const grpcPort = await freePort();
     const gw = await serve(['--drain-timeout', '20s', '--grpc-port', String(grpcPort)]);
-    const figures = await sigtermUnderLoad({
-      clients: CLIENTS,
-      warmup: 200,
-      // PutRequest { record = 1, field = 2, value = 3 (google.protobuf.Value { string_value = 3 }) }, expected_version 0.
-      attempt: (c, n) =>
-        grpcAttempt(
-          grpcPort,
-          '/svc.v1.SvcService/Put',
-          Buffer.concat([pb.string(1, `${CLASS}/g${c}-n${n}`), pb.string(2, 'title'), pb.bytes(3, pb.string(3, `c${c} n${n}`))]),
-          { authorization: `Bearer ${KEY}` },
-        ),
-      signal: () => gw.served.child.kill('SIGTERM'),
-    });
-    const exit = await within(gw.served.exited, 30_000, 'the exit');
-    console.log(describeFigures('SIGTERM under load, gRPC', figures));
-    expect(exit).toEqual({ code: 0, signal: null });
-    expectNothingSentLost(figures, '0');
-    await expectCommitted(gw.db, figures, 0);
+    // PutRequest { record = 1, field = 2, value = 3 (google.protobuf.Value { string_value = 3 }) }, expected_version 0.
+    const putRequest = (c: number, n: number) =>
+      Buffer.concat([pb.string(1, `${CLASS}/g${c}-n${n}`), pb.string(2, 'title'), pb.bytes(3, pb.string(3, `c${c} n${n}`))]);
+    await expectNothingSentLost(
+      gw,
+      'gRPC',
+      (c, n) => grpcAttempt(grpcPort, '/svc.v1.SvcService/Put', putRequest(c, n), { authorization: `Bearer ${KEY}` }),
+      0, // grpc-status OK
+    );
     expect(logLines(gw.served.stdout()).map((l) => l.msg)).toContain('gRPC stopped');
   });
 

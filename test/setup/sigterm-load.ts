@@ -139,21 +139,6 @@ export function grpcAttempt(port: number, path: string, message: Buffer, metadat
   });
 }
 
-/** Protocol Buffers, by hand, for the few messages these tests send (a string field, a nested message). */
-export const pb = {
-  string: (field: number, s: string) => pb.bytes(field, Buffer.from(s)),
-  bytes: (field: number, b: Buffer) => Buffer.concat([varint((field << 3) | 2), varint(b.length), b]),
-};
-function varint(n: number): Buffer {
-  const out: number[] = [];
-  while (n > 0x7f) {
-    out.push((n & 0x7f) | 0x80);
-    n >>>= 7;
-  }
-  out.push(n);
-  return Buffer.from(out);
-}
-
 export async function sigtermUnderLoad(opts: LoadOptions): Promise<Figures> {
   const attempts: Attempt[] = [];
   let answered = 0;
