@@ -30,6 +30,7 @@ import type { QueryInput } from '../../handlers/query.js';
 import type { Services } from '../services.js';
 import { authenticateRequest, clientAddress, runRequest } from '../request.js';
 import { requestIdFrom } from '../http/env.js';
+import { afterNextPoll, DRAIN_GRACE_MS, stopListening } from '../drain.js';
 import {
   appendResultMsg,
   checkpointLoadResultMsg,
@@ -417,17 +418,27 @@ export async function startGrpc(
     close: (graceMs = 5_000) =>
       new Promise<void>((resolve) => {
         health.notServing();
-        listener.close();
         // Let calls in flight finish, but do not wait on them past the grace period.
         const timer = setTimeout(() => {
+          listener.abandon();
           server.forceShutdown();
           resolve();
         }, graceMs);
         timer.unref();
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
+        // Calls already sent are answered (runtime/drain.ts): the port stops listening once the
+        // kernel's accept queue is taken, connections still sending their preface are handed
+        // to grpc-js, and grpc-js's GOAWAY comes only after the sessions have read what their
+        // clients sent, so it names every call received (later ones are refused and retried
+        // by the client). tryShutdown then waits for those calls.
+        void listener
+          .close(Math.min(DRAIN_GRACE_MS, graceMs), graceMs / 2)
+          .then(afterNextPoll)
+          .then(() =>
+            server.tryShutdown(() => {
+              clearTimeout(timer);
+              resolve();
+            }),
+          );
       }),
   };
 }
@@ -509,12 +520,14 @@ async function listenGrpc(
   server: grpc.Server,
   creds: grpc.ServerCredentials,
   opts: { host: string; port: number; tls?: unknown; maxConns: number; headerTimeoutMs: number },
-): Promise<{ port: number; close(): void }> {
+): Promise<{ port: number; close(silentMs: number, budgetMs: number): Promise<void>; abandon(): void }> {
   const injector = server.createConnectionInjector(creds);
   const need = opts.tls ? 1 : HTTP2_PREFACE_BYTES;
   let open = 0;
-  /** Connections still sending their first bytes: grpc-js does not know them, close() ends them. */
+  /** Connections still sending their first bytes: grpc-js does not know them yet. */
   const waiting = new Set<Socket>();
+  /** Called whenever a connection leaves `waiting` (close() waits for it to empty). */
+  let left = () => undefined as void;
   const tcp = createTcpServer((socket) => {
     // Errors before grpc-js owns the socket (a reset during the preface) are just a close.
     socket.on('error', () => undefined);
@@ -524,12 +537,20 @@ async function listenGrpc(
     }
     open++;
     socket.once('close', () => open--);
-    const timer = setTimeout(() => socket.destroy(), opts.headerTimeoutMs);
+    // Checked once more after a poll: a preface that arrived while a busy event loop held
+    // this timer back is still taken (as runtime/http/listen.ts does for HTTP).
+    const timer = setTimeout(
+      () =>
+        void afterNextPoll().then(() => {
+          if (waiting.has(socket)) socket.destroy();
+        }),
+      opts.headerTimeoutMs,
+    );
     timer.unref();
     waiting.add(socket);
     socket.once('close', () => {
       clearTimeout(timer);
-      waiting.delete(socket);
+      if (waiting.delete(socket)) left();
     });
     const chunks: Buffer[] = [];
     let got = 0;
@@ -544,6 +565,7 @@ async function listenGrpc(
       // Node's HTTP/2 and TLS read what is already buffered on the socket before its handle.
       socket.unshift(Buffer.concat(chunks));
       injector.injectConnection(socket);
+      left();
     };
     socket.on('data', onData);
   });
@@ -557,7 +579,31 @@ async function listenGrpc(
   });
   return {
     port,
-    close: () => {
+    /**
+     * Stop listening once the accept queue is taken (within `budgetMs`); resolves when every
+     * connection still sending its preface has been handed to grpc-js or closed: one that has
+     * sent nothing after `silentMs` is closed, one that has sent part of it keeps --header-timeout.
+     */
+    close: async (silentMs: number, budgetMs: number) => {
+      await stopListening(tcp, budgetMs);
+      if (waiting.size === 0) return;
+      await new Promise<void>((resolve) => {
+        const silent = setTimeout(
+          () =>
+            void afterNextPoll().then(() => {
+              for (const socket of waiting) if (socket.bytesRead === 0) socket.destroy();
+            }),
+          silentMs,
+        );
+        left = () => {
+          if (waiting.size > 0) return;
+          clearTimeout(silent);
+          resolve();
+        };
+      });
+    },
+    /** Close every connection still sending its preface (the stop's budget is spent). */
+    abandon: () => {
       tcp.close();
       for (const socket of waiting) socket.destroy();
     },

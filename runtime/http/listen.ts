@@ -8,7 +8,8 @@
  *   counts a fresh connection as a request in progress; checked every
  *   `connectionsCheckingInterval`, set well below the timeout instead of Node's 30 s).
  * - `requestTimeout` = --request-timeout: the whole request (head and body) must arrive by then.
- * - `keepAliveTimeout`: an idle keep-alive connection is closed after min(5 s, header timeout).
+ * - `keepAliveTimeout`: an idle keep-alive connection is closed after min(5 s, header timeout)
+ *   (plus Node's 1 s margin), unless its next request has reached the socket by then.
  * - TLS: `handshakeTimeout` = the header timeout (Node's default is 120 s).
  * - --max-conns: on plain HTTP a connection over the limit is answered 503 UNAVAILABLE with
  *   `Connection: close` and closed, instead of the reset `server.maxConnections` gives. With
@@ -23,6 +24,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import { SvcError } from '../../handlers/errors.js';
+import { afterNextPoll } from '../drain.js';
 
 export interface ListenOptions {
   host: string;
@@ -60,6 +62,8 @@ export async function listenHttp(
     : createHttpServer(serverOptions, listener);
   limitConnections(server, opts.maxConns, !opts.tls);
   server.on('clientError', answerClientError);
+  // Node's keep-alive timer: with a listener here Node leaves the socket to us (socketOnTimeout).
+  server.on('timeout', closeIfStillIdle);
 
   const port = await new Promise<number>((resolve, reject) => {
     server.once('error', reject);
@@ -106,6 +110,21 @@ function limitConnections(server: Server, maxConns: number, answer503: boolean):
   });
 }
 
+/**
+ * An idle keep-alive connection whose timer has fired is closed, unless its next request has
+ * already arrived. Node's default destroys it at once, and a timer that fires late (a busy
+ * event loop, e.g. one serializing a 10,000-row history page) then resets a request the
+ * client sent well within the advertised `Keep-Alive: timeout`, still unread in the kernel.
+ * So the socket gets one poll to read what is there: bytes read mean a request is under way
+ * (answered as usual); none mean it is idle, and it is closed as before.
+ */
+function closeIfStillIdle(socket: Socket): void {
+  const before = socket.bytesRead;
+  void afterNextPoll().then(() => {
+    if (socket.bytesRead === before && !(socket as { _httpMessage?: unknown })._httpMessage) socket.destroy();
+  });
+}
+
 /** A parse error or timeout of one connection: answer it with a JSON body if anything can be answered. */
 function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (answered.has(socket)) return;
@@ -127,9 +146,14 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
       message = 'The request head (request line and headers) is larger than 16 KiB; send smaller headers.';
       break;
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      // A connection that never sent a byte is not speaking HTTP to us: just close it.
+      // A connection that never sent a byte is not speaking HTTP to us: just close it, unless
+      // its request is in the kernel unread (the check ran late on a busy event loop; see
+      // closeIfStillIdle): then it is served, and timed again from its first byte.
       if (socket.bytesRead === 0) {
-        socket.destroy();
+        answered.delete(socket);
+        void afterNextPoll().then(() => {
+          if (socket.bytesRead === 0) socket.destroy();
+        });
         return;
       }
       [status, reason] = [408, 'Request Timeout'];
