@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { migrate } from '../db/migrate.js';
 import { createPool, PgDb } from '../db/kysely/index.js';
-import { readClassDir } from './classes/dir.js';
+import { classDirSource } from './classes/dir.js';
 import { sweep } from '../worker/sweep.js';
 import { classesCheck } from './classes-check.js';
 import { ConfigError, FLAGS, parseConfig, type Config } from './config.js';
@@ -63,7 +63,7 @@ const COMMAND_USAGE: Record<string, { usage: string; flags: string[] }> = {
   },
   sweep: {
     usage:
-      'kslate sweep --database-url URL [--classes DIR]\n\nRun one sweep (the same steps as kslate worker) and exit, for cron: 0 when every step succeeded\nor another sweep was running (nothing done), 1 when a step failed or a manifest was refused.',
+      'kslate sweep --database-url URL [--classes DIR]\n\nRun one sweep (the same steps as kslate worker) and exit, for cron: 0 when every step succeeded\nor another sweep was running (nothing done), 1 when a step failed. A refused manifest is printed\n(manifest refused: ...) but does not fail the sweep; the other classes are reconciled.',
     flags: SWEEP_FLAGS,
   },
   migrate: {
@@ -156,7 +156,7 @@ async function main(argv: string[]): Promise<number> {
             db,
             log,
             holder: sweepHolder(),
-            classSource: classesDir ? () => readClassDir(classesDir) : cluster ? () => cluster.classes.load() : undefined,
+            classSource: classesDir ? () => classDirSource(classesDir) : cluster ? () => cluster.classes.load() : undefined,
             roles: cluster?.roles,
             signal: ac.signal,
           },

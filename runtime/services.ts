@@ -9,7 +9,7 @@ import { cancelOwnStatements, createPool, PgDb } from '../db/kysely/index.js';
 import { cachedRegistry, type ClassRegistry } from '../handlers/class-registry.js';
 import type { Ctx, Logger } from '../handlers/context.js';
 import type { Identity, IdentityProvider } from '../handlers/types.js';
-import { readClassDir } from './classes/dir.js';
+import { classDirSource } from './classes/dir.js';
 import { sweep, type SweepReport } from '../worker/sweep.js';
 import type { Config } from './config.js';
 import { ApiKeyProvider } from './identity/apikey.js';
@@ -142,7 +142,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
   const db = new PgDb(pool, () => void readiness.ensureSchema());
   const maintenanceDb = new PgDb(maintenancePool);
   const classes = cachedRegistry(() => db.listClasses(), () => Date.now());
-  const classSource = cfg.classesDir ? () => readClassDir(cfg.classesDir!) : undefined;
+  const classSource = cfg.classesDir ? () => classDirSource(cfg.classesDir!) : undefined;
   const sweeper = createSweeper({
     deps: { db: maintenanceDb, log, classSource, onClassesChanged: () => classes.invalidate(), holder: sweepHolder() },
     log,

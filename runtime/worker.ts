@@ -13,7 +13,7 @@ import { classifyDbError } from '../db/errors.js';
 import type { Logger } from '../handlers/context.js';
 import type { ClassSource } from '../worker/reconcile-classes.js';
 import { SWEEP_LEASE, type RoleMirror, type SweepReport } from '../worker/sweep.js';
-import { readClassDir } from './classes/dir.js';
+import { classDirSource } from './classes/dir.js';
 import type { Config } from './config.js';
 import { listenHttp } from './http/listen.js';
 import { CHECK_TIMEOUT_MS } from './readiness.js';
@@ -63,7 +63,7 @@ export async function startWorker(cfg: Config, log: Logger, cluster: WorkerClust
   let classSource: (() => Promise<ClassSource>) | undefined;
   if (cfg.classesDir) {
     const dir = cfg.classesDir;
-    classSource = () => readClassDir(dir);
+    classSource = () => classDirSource(dir);
     log.info(`classes come from the directory ${dir}`);
   } else if (cluster) {
     classSource = () => cluster.classes.load();
