@@ -247,7 +247,8 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       { apiGroups: ['kslate.dev'], resources: ['sharedcontexts'], verbs: ['get', 'list', 'watch'] },
       // Exactly what the worker calls (docs/worker-cluster.md), nothing more.
       { apiGroups: ['kslate.dev'], resources: ['sharedcontexts/status'], verbs: ['patch'] },
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: ['get', 'list', 'create', 'patch', 'delete'] },
+      // list by label, server-side apply (patch, create when new), delete; never a get by name.
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: ['list', 'create', 'patch', 'delete'] },
     ];
     test('watchNamespace empty: a ClusterRole and ClusterRoleBinding, no Role', () => {
       const objs = render(v);
