@@ -98,8 +98,20 @@ export async function createProviders(cfg: Config, log: Logger): Promise<Identit
       );
     } else if (kind === 'k8s-sa') {
       // Loaded only when named: @kubernetes/client-node adds ~80 MB of RSS to a process.
-      const { K8sSaProvider } = await import('./identity/k8s-sa.js');
-      providers.push(K8sSaProvider.fromDefault(cfg.k8sAudience, log));
+      const [{ K8sSaProvider }, { NoClusterError }] = await Promise.all([import('./identity/k8s-sa.js'), import('./k8s/cluster.js')]);
+      try {
+        providers.push(K8sSaProvider.fromDefault(cfg.k8sAudience, log));
+      } catch (e) {
+        // Without a cluster the provider would review every token at http://localhost:8080:
+        // the gateway's own default port, so it would start "ready" and accept nobody.
+        if (e instanceof NoClusterError) {
+          throw new StartupError(
+            `--identity ${cfg.identity.join(',')} needs a Kubernetes cluster for k8s-sa and none was found (not in a pod, KUBECONFIG unset, no ~/.kube/config): ` +
+              'outside a cluster pass --identity apikey --apikeys FILE (or oidc), or set KUBECONFIG to a kubeconfig.',
+          );
+        }
+        throw e;
+      }
     } else {
       throw new StartupError(
         `Unknown identity provider "${kind}" in --identity (KSLATE_IDENTITY); use k8s-sa, oidc or apikey.`,
