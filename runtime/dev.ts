@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import childProcess, { execFileSync } from 'node:child_process';
 import { syncBuiltinESMExports } from 'node:module';
 import type { Logger } from '../handlers/context.js';
-import { parseConfig } from './config.js';
+import { COMMAND_DEFAULTS, parseConfig } from './config.js';
 import { guardFaults } from './fault-guard.js';
 import { createLogger } from './logger.js';
 import { startGateway } from './serve.js';
@@ -130,12 +130,7 @@ function postgresIds(): { uid: number; gid: number } {
 }
 
 export async function dev(argv: string[]): Promise<void> {
-  const cfg = parseConfig(argv, process.env, {
-    identity: 'apikey',
-    apikeys: 'examples/apikeys.yaml',
-    classes: 'examples/classes',
-    'sweep-interval': '10s',
-  });
+  const cfg = parseConfig(argv, process.env, COMMAND_DEFAULTS.dev);
   const log = createLogger({ level: cfg.logLevel });
   guardFaults(log);
   if (!['127.0.0.1', 'localhost', '::1'].includes(cfg.listenHost)) {

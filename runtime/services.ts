@@ -13,6 +13,7 @@ import { classDirSource } from './classes/dir.js';
 import { sweep, type SweepReport } from '../worker/sweep.js';
 import type { Config } from './config.js';
 import { ApiKeyProvider } from './identity/apikey.js';
+import { StartupError } from './startup-error.js';
 import { OidcProvider } from './identity/oidc.js';
 import { createMetrics, type PromMetrics } from './metrics.js';
 import { RejectedCredentialBudget } from './rate-limit.js';
@@ -54,28 +55,11 @@ export interface Services extends AppServices {
   close(budgetMs?: number): Promise<boolean>;
 }
 
-/** The process cannot start as configured; the message says what to change. Exit code 2. */
 /** The bound on migration and sweep statements (a frozen server still fails them, eventually). */
 export const MAINTENANCE_TIMEOUT_MS = 300_000;
 
-export class StartupError extends Error {
-  readonly exitCode: number = 2;
-}
-
-/** A port the gateway (or `kslate dev`'s PostgreSQL) should listen on is taken. Exit code 1. */
-export class PortInUseError extends StartupError {
-  override readonly exitCode: number = 1;
-}
-
-/** EADDRINUSE (also inside gRPC's bind message) becomes one line naming the port and its setting. */
-export function portInUse(e: unknown, port: number, setting: string): unknown {
-  const code = (e as { code?: unknown } | null)?.code;
-  const message = e instanceof Error ? e.message : String(e);
-  if (code === 'EADDRINUSE' || /EADDRINUSE/.test(message)) {
-    return new PortInUseError(`port ${port} is already in use (${setting}); stop what holds it or choose another port.`);
-  }
-  return e;
-}
+// The start's errors live in startup-error.ts (the CLI reads them without loading the gateway).
+export { PortInUseError, portInUse, StartupError } from './startup-error.js';
 
 export async function createProviders(cfg: Config, log: Logger): Promise<IdentityProvider[]> {
   const providers: IdentityProvider[] = [];
