@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../handlers/context.js';
 import { COMMAND_DEFAULTS, ConfigError, FLAGS, parseConfig, type Config } from './config.js';
+import { warnIfClearText } from './db-url.js';
 import { describeError } from './describe-error.js';
 import { StartupError } from './startup-error.js';
 import type { WorkerCluster, WorkerProcess } from './worker.js';
@@ -165,6 +166,7 @@ async function main(argv: string[]): Promise<number> {
         import('./services.js'),
       ]);
       const log = createLogger({ level: cfg.logLevel });
+      warnIfClearText(cfg.databaseUrl, log);
       const pool = createPool({ connectionString: cfg.databaseUrl, max: 3, timeoutMs: MAINTENANCE_TIMEOUT_MS });
       const db = new PgDb(pool);
       const ac = new AbortController();

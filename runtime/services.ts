@@ -12,6 +12,7 @@ import type { Identity, IdentityProvider } from '../handlers/types.js';
 import { classDirSource } from './classes/dir.js';
 import { sweep, type SweepReport } from '../worker/sweep.js';
 import type { Config } from './config.js';
+import { warnIfClearText } from './db-url.js';
 import { ApiKeyProvider } from './identity/apikey.js';
 import { StartupError } from './startup-error.js';
 import { OidcProvider } from './identity/oidc.js';
@@ -112,6 +113,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
       'No database: pass --database-url postgres://... (or set KSLATE_DATABASE_URL). `kslate dev` runs an embedded one for development.',
     );
   }
+  warnIfClearText(cfg.databaseUrl, log);
   const providers = await createProviders(cfg, log);
   let readiness: Readiness;
   let key: string | null = null;

@@ -15,6 +15,7 @@ import type { ClassSource } from '../worker/reconcile-classes.js';
 import { SWEEP_LEASE, type RoleMirror, type SweepReport } from '../worker/sweep.js';
 import { classDirSource } from './classes/dir.js';
 import type { Config } from './config.js';
+import { warnIfClearText } from './db-url.js';
 import { listenHttp } from './http/listen.js';
 import { CHECK_TIMEOUT_MS } from './readiness.js';
 import { MAINTENANCE_TIMEOUT_MS, portInUse, StartupError, sweepHolder } from './services.js';
@@ -50,6 +51,7 @@ export async function startWorker(cfg: Config, log: Logger, cluster: WorkerClust
   if (!cfg.databaseUrl) {
     throw new StartupError('kslate worker needs --database-url URL (or KSLATE_DATABASE_URL).');
   }
+  warnIfClearText(cfg.databaseUrl, log);
   const intervalMs = cfg.sweepIntervalMs ?? 60_000;
   const pool = createPool({
     connectionString: cfg.databaseUrl,
