@@ -170,7 +170,8 @@ export async function ensureBuilt(): Promise<void> {
   }
   try {
     if (distIsFresh()) return;
-    const build = await run(TSC, ['-p', join(ROOT, 'tsconfig.build.json')], cleanEnv(), 120_000);
+    // -b as `npm run build` does: it keeps dist/'s tsbuildinfo, by which npm start skips an up-to-date build.
+    const build = await run(TSC, ['-b', join(ROOT, 'tsconfig.build.json')], cleanEnv(), 120_000);
     if (build.code !== 0) throw new Error(`build failed:\n${build.stdout}\n${build.stderr}`);
   } finally {
     rmSync(lock, { recursive: true, force: true });
