@@ -8,10 +8,13 @@ export class StartupError extends Error {
   readonly exitCode: number = 2;
 }
 
-/** A port the gateway (or `kslate dev`'s PostgreSQL) should listen on is taken. Exit code 1. */
-export class PortInUseError extends StartupError {
+/** Something this start needs is held by another process (a port, `kslate dev`'s data directory). Exit code 1. */
+export class InUseError extends StartupError {
   override readonly exitCode: number = 1;
 }
+
+/** A port the gateway (or `kslate dev`'s PostgreSQL) should listen on is taken. Exit code 1. */
+export class PortInUseError extends InUseError {}
 
 /** EADDRINUSE (also inside gRPC's bind message) becomes one line naming the port and its setting. */
 export function portInUse(e: unknown, port: number, setting: string): unknown {
