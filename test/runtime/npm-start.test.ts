@@ -4,12 +4,11 @@
  * compile, so `npm start -- --help` answers at once. `npm install` (prepare: npm run build)
  * writes the same tsbuildinfo, so the first start after it does not build again.
  */
-import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, expect, test } from 'vitest';
 import { ROOT } from '../setup/build.js';
-import { cleanEnv, ensureBuilt, run, TSC } from '../setup/cli.js';
+import { cleanEnv, ensureBuilt, run, runProgram, TSC } from '../setup/cli.js';
 
 const MAIN = join(ROOT, 'dist', 'runtime', 'main.js');
 
@@ -20,21 +19,9 @@ beforeAll(async () => {
   expect(b.code, b.stdout + b.stderr).toBe(0);
 }, 300_000);
 
-function npm(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('npm', args, { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 test('npm start -- --help with the sources unchanged compiles nothing and prints the dev usage', async () => {
   const before = statSync(MAIN).mtimeMs;
-  const r = await npm(['start', '--silent', '--', '--help']);
+  const r = await runProgram('npm', ['start', '--silent', '--', '--help']);
   expect(r.code, r.stdout + r.stderr).toBe(0);
   expect(r.stdout).toMatch(/^Usage: kslate dev/m);
   // Nothing was emitted: the compiled CLI is the file it was.

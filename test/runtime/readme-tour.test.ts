@@ -4,12 +4,11 @@
  * status that call gets (the others succeed), and the history holds the refusals the README
  * says it holds and not the ones it says it does not.
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { ROOT } from '../setup/build.js';
-import { children, cleanEnv, ensureBuilt, start, stop } from '../setup/cli.js';
+import { children, cleanEnv, ensureBuilt, runProgram, start, stop } from '../setup/cli.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 import { freePort } from '../setup/ports.js';
 
@@ -51,18 +50,6 @@ function expectedStatuses(script: string): (number | null)[] {
   return out;
 }
 
-function bash(script: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', script], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (x) => (stdout += x));
-    child.stderr.on('data', (x) => (stderr += x));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 test('the tour prints a status code after every body, each as the README says, and history keeps only the outcomes it names', async () => {
   const script = tourScript();
   expect(script).toContain("call() { curl -s -w '\\n%{http_code}\\n' \"$@\"; }");
@@ -71,7 +58,7 @@ test('the tour prints a status code after every body, each as the README says, a
   expect(expected.length).toBeGreaterThan(15);
   expect(expected.filter((s) => s !== null)).toEqual([201, 409, 403, 409, 422, 200, 200]);
 
-  const r = await bash(script.replace('K=http://127.0.0.1:8080', `K=${base}`));
+  const r = await runProgram('bash', ['-c', script.replace('K=http://127.0.0.1:8080', `K=${base}`)]);
   expect(r.code, r.stderr).toBe(0);
   // Body, newline, status: the status is a line of its own, and every call printed one.
   const lines = r.stdout.split('\n');

@@ -50,6 +50,23 @@ export function run(file: string, args: string[], env: NodeJS.ProcessEnv = clean
 
 export const kslate = (args: string[], env?: NodeJS.ProcessEnv, timeoutMs?: number) => run(BIN, args, env, timeoutMs);
 
+/** Another program (npm, bash) in the repository, as a user runs it: its exit code and output. */
+export function runProgram(command: string, args: string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      children.delete(child);
+      resolvePromise({ code, stdout, stderr });
+    });
+  });
+}
+
 export interface Served {
   child: ChildProcess;
   stdout: () => string;
