@@ -388,7 +388,8 @@ export interface SweepDb {
  * - `unreachable`: no connection (503 UNAVAILABLE)
  * - `timeout`: the request's database budget ran out (503 UNAVAILABLE)
  * - `data`: a value the database cannot store, e.g. a NUL character (400 MALFORMED)
- * - `schema`: tables missing, being re-applied (503 UNAVAILABLE)
+ * - `schema`: tables missing (503 UNAVAILABLE); `reapplying` when this process was told to
+ *   apply them again (a Node gateway), not when nothing will (Workers never migrate)
  */
 export type StorageFaultKind = 'unreachable' | 'timeout' | 'data' | 'schema';
 
@@ -396,6 +397,8 @@ export class StorageFault extends Error {
   constructor(
     readonly kind: StorageFaultKind,
     override readonly cause?: unknown,
+    /** `schema`: someone was told to apply the schema again (the gateway's onSchemaMissing). */
+    readonly reapplying = false,
   ) {
     super(`database ${kind}: ${cause instanceof Error ? cause.message : String(cause ?? 'no detail')}`);
     this.name = 'StorageFault';

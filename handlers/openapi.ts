@@ -319,6 +319,11 @@ export function openApiDocument(opts: DocumentOptions): Json {
       ].join('\n\n'),
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
+    // Relative first: the gateway that served this document (GET /v1/openapi.json).
+    servers: [
+      { url: '/', description: 'The gateway serving this document.' },
+      { url: 'http://127.0.0.1:8080', description: 'kslate dev (npm start), and kslate serve with the default --listen.' },
+    ],
     tags: (Object.entries(TAGS) as [string, string][])
       .filter(([name]) => opts.routes.some((r) => r.tag === name))
       .map(([name, description]) => ({ name, description })),
@@ -352,7 +357,8 @@ export function openApiDocument(opts: DocumentOptions): Json {
       headers: Object.fromEntries(Object.entries(HEADERS).map(([k, h]) => [k.replace(/-/g, ''), h])),
       responses: {
         MethodNotAllowed: {
-          description: 'METHOD_NOT_ALLOWED: the path takes other methods (listed in Allow).',
+          description:
+            'METHOD_NOT_ALLOWED: the path was called with a method it does not take; Allow lists those it does. Answered before any credential check, to every method the path does not document.',
           headers: { Allow: { $ref: '#/components/headers/Allow' }, 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } },
           content: { 'application/json': { schema: ref(errorSchemaName('METHOD_NOT_ALLOWED')) } },
         },
@@ -481,6 +487,9 @@ function responses(r: RouteDoc, auth: boolean, convert: (s: v.GenericSchema) => 
     }
     out[String(status)] = res;
   }
+  // Every known path answers its other methods 405 (runtime/http/app.ts), before any credential
+  // check: declared on each of its operations, unless the operation is itself a 405 (GET /mcp).
+  out['405'] ??= { $ref: '#/components/responses/MethodNotAllowed' };
   return out;
 }
 

@@ -88,7 +88,7 @@ export const FLAGS: Record<string, FlagSpec> = {
   classes: { env: 'KSLATE_CLASSES', help: 'directory of SharedContext manifests to reconcile' },
   'sweep-interval': {
     env: 'KSLATE_SWEEP_INTERVAL',
-    help: 'serve: also run the sweep in-process this often (e.g. 60s); worker: the sweep interval (default 60s)',
+    help: 'serve: also run the sweep in-process this often (e.g. 60s), none when unset; worker: its interval (60s), dev: 10s',
   },
   'sweep-budget': {
     env: 'KSLATE_SWEEP_BUDGET',
@@ -156,6 +156,15 @@ export const FLAGS: Record<string, FlagSpec> = {
   },
   'data-dir': { env: 'KSLATE_DATA_DIR', help: 'dev only: where the embedded PostgreSQL keeps its data', default: '.kslate' },
   'dev-pg-port': { env: 'KSLATE_DEV_PG_PORT', help: "dev only: the embedded PostgreSQL's port", default: '54329' },
+};
+
+/**
+ * Defaults a command has of its own, over FLAGS' (decisions §6: the worker sweeps every 60s with
+ * metrics on 9090; `kslate dev` runs the examples with API keys). Its `--help` shows these.
+ */
+export const COMMAND_DEFAULTS: Record<string, Record<string, string>> = {
+  worker: { 'sweep-interval': '60s', 'metrics-port': '9090' },
+  dev: { identity: 'apikey', apikeys: 'examples/apikeys.yaml', classes: 'examples/classes', 'sweep-interval': '10s' },
 };
 
 export class ConfigError extends Error {}

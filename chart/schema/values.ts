@@ -69,7 +69,7 @@ export const ValuesSchema = v.pipe(v.strictObject({
       enabled: flag('Render a PodDisruptionBudget for the gateway (only when replicas > 1).'),
       minAvailable: v.pipe(
         v.union([v.pipe(v.number(), v.integer(), v.minValue(0)), v.pipe(v.string(), v.regex(/^[0-9]+%$/))]),
-        describe('minAvailable of the PodDisruptionBudget: a number of pods or a percentage such as 50%.'),
+        describe('minAvailable of the PodDisruptionBudget: a number of pods or a percentage such as 50%; it must leave at least one gateway pod evictable (below replicas), or node drains would hang.'),
       ),
     }), describe('The gateway\'s PodDisruptionBudget.')),
     resources: resources('gateway'),

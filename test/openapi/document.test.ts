@@ -88,6 +88,23 @@ describe('routes', () => {
     }
   });
 
+  test('every operation declares the 405 its path answers to other methods (the MCP ones that are a 405 declare their own)', () => {
+    for (const [path, item] of Object.entries(paths)) {
+      for (const m of METHODS.filter((x) => item[x])) {
+        const r405 = (item[m].responses as Record<string, Json>)['405'];
+        expect(r405, `${m.toUpperCase()} ${path}`).toBeDefined();
+        if (!(path === '/mcp' && (m === 'get' || m === 'delete'))) expect(r405).toEqual({ $ref: '#/components/responses/MethodNotAllowed' });
+      }
+    }
+  });
+
+  test('servers: the gateway serving the document (relative), then kslate dev', () => {
+    expect(doc.servers).toEqual([
+      { url: '/', description: expect.any(String) },
+      { url: 'http://127.0.0.1:8080', description: expect.stringContaining('kslate dev') },
+    ]);
+  });
+
   test('every operation of the table is documented with its method and path', () => {
     for (const op of Object.values(operations)) {
       const item = paths[openApiPath(op.path)];
@@ -215,7 +232,7 @@ describe('the generator', () => {
     expect(ok['text/event-stream']).toMatchObject({ schema: { type: 'string' }, 'x-event-data': { $ref: '#/components/schemas/WatchEvent' } });
     expect(((d.components as Json).schemas as Json).WatchEvent).toBeDefined();
     expect(JSON.stringify(op.parameters)).toContain('Last-Event-ID');
-    expect(Object.keys(op.responses as Json)).toEqual(['200', '400', '401', '403', '404', '429']);
+    expect(Object.keys(op.responses as Json)).toEqual(['200', '400', '401', '403', '404', '405', '429']);
     // A stream's test validates each event's data with the schema the document gives.
     const valid = eventDataValidator(d, 'GET', '/v1/records/{class}/{id}/watch');
     expect(valid({ field: 'title', record_version: 3 })).toBeNull();
