@@ -19,7 +19,7 @@ import { RejectedCredentialBudget } from './rate-limit.js';
 import { createSweeper, type Sweeper } from './sweeper.js';
 import { Readiness } from './readiness.js';
 import type { AppServices } from './request.js';
-import { ChangeHub, WATCH_DEFAULTS } from './watch-hub.js';
+import { ChangeHub } from './watch-hub.js';
 
 export interface Services extends AppServices {
   cfg: Config;
@@ -169,18 +169,28 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     // A provider that cannot verify tokens yet (an OIDC issuer not reached) makes the gateway not ready.
     () => providers.map((p) => p.notReady?.() ?? null).find((m) => m !== null) ?? null,
   );
+  const metrics = createMetrics();
   const watch = new ChangeHub(
     db,
     {
       pollMs: cfg.watchPollMs,
       heartbeatMs: cfg.watchHeartbeatMs,
       maxStreams: cfg.watchMaxStreams,
+      maxStreamsPerOwner: cfg.watchMaxStreamsPerIdentity,
       queueMax: cfg.watchQueue,
-      queueBytes: WATCH_DEFAULTS.queueBytes,
+      // Live changes waiting: shared by every stream of the class (one copy), so a bound per stream suffices.
+      queueBytes: 16 * 1024 * 1024,
       retentionMs: cfg.watchRetentionMs,
+      pageBytes: cfg.watchStreamBufferBytes,
+      bufferBytes: cfg.watchBufferBytes,
+      slowMs: cfg.watchSlowTimeoutMs,
+      maxAgeMs: cfg.watchMaxAgeMs,
     },
     log,
+    { ended: (reason) => metrics.watchEnded(reason), refused: (limit) => metrics.limitRefused(limit) },
   );
+  metrics.gauges.watchStreams = () => watch.open;
+  metrics.gauges.watchBufferedBytes = () => watch.buffered;
   return {
     cfg,
     pool,
@@ -188,7 +198,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     watch,
     db,
     classes,
-    metrics: createMetrics(),
+    metrics,
     log,
     providers,
     budget: new RejectedCredentialBudget(),

@@ -37,6 +37,8 @@ async function serve(): Promise<{ served: Served; url: string }> {
       '--classes', join(work, 'classes'),
       '--watch-poll-interval', '20ms',
       '--watch-max-streams', '2000',
+      '--watch-max-streams-per-identity', '2000',
+      '--max-conns-per-address', '0',
     ],
     cleanEnv(),
   );
