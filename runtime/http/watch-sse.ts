@@ -20,6 +20,14 @@ import { reply } from './reply.js';
 const END_GRACE_MS = 1_000;
 
 const encoder = new TextEncoder();
+
+/** What this file touches of Node's ServerResponse (the adapter's `c.env.outgoing`). */
+interface NodeResponse {
+  destroyed?: boolean;
+  writableFinished?: boolean;
+  socket?: { resetAndDestroy?(): void } | null;
+  destroy(): void;
+}
 /** Event data above this is sent as its own chunk: joining it to its lines would copy it once more. */
 const SPLIT_BYTES = 64 * 1024;
 
@@ -80,15 +88,18 @@ export async function serveWatch(c: Context<AppEnv>, s: AppServices, op: Operati
   };
   // A client that does not read never asks for the last event: a stream the gateway ended
   // (slow, shutdown, revoked, max_age) is cut after a grace period instead of waiting for it.
-  // On Node the response's socket is destroyed; elsewhere the body errors, which ends it too.
+  // On Node the connection is reset, so neither the gateway nor its kernel keeps what the
+  // client did not read (it resumes from its last id); elsewhere the body errors.
   let fail: ((e: Error) => void) | null = null;
   void stream.ended.then((reason) => {
     if (reason === 'closed') return;
     setTimeout(() => {
-      const outgoing = (c.env as { outgoing?: { destroyed?: boolean; writableFinished?: boolean; destroy(): void } } | undefined)?.outgoing;
-      if (outgoing) {
-        if (!outgoing.destroyed && !outgoing.writableFinished) outgoing.destroy();
-      } else fail?.(new Error(`watch stream ended (${reason})`));
+      const outgoing = (c.env as { outgoing?: NodeResponse } | undefined)?.outgoing;
+      if (!outgoing) fail?.(new Error(`watch stream ended (${reason})`));
+      else if (!outgoing.destroyed && !outgoing.writableFinished) {
+        if (outgoing.socket?.resetAndDestroy) outgoing.socket.resetAndDestroy();
+        else outgoing.destroy();
+      }
     }, END_GRACE_MS).unref?.();
   });
   const body = new ReadableStream<Uint8Array>(
