@@ -103,7 +103,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
   services.metrics.gauges.mcpSessions = () => mcpSessions.size;
   let api: { server: Server; port: number };
   try {
-    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, sessions: mcpSessions }, ui: cfg.ui }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls, services);
+    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, sessions: mcpSessions }, ui: cfg.ui && { ttlMs: cfg.uiSessionTtlMs } }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls, services);
   } catch (e) {
     throw await abandon(portInUse(e, cfg.listenPort, 'API port: --listen / KSLATE_LISTEN'));
   }

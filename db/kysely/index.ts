@@ -30,6 +30,8 @@ import type {
 } from '../port.js';
 import { toStorageFault } from '../errors.js';
 import * as sweepSql from './sweep.js';
+import * as sessionSql from './sessions.js';
+import type { NewConsoleSession } from '../port.js';
 import { notPurged } from './sweep.js';
 import { NamedQuery, type NamedResult, type Shapes } from './named-query.js';
 
@@ -672,6 +674,22 @@ export class PgDb implements Db, SweepDb, ChangeLog {
 
   gauges(classes: string[], roles: RoleSubjects[]) {
     return this.guard(() => sweepSql.gauges(this.kysely, classes, roles));
+  }
+
+  createConsoleSession(s: NewConsoleSession) {
+    return this.guard(() => sessionSql.createConsoleSession(this.kysely, s));
+  }
+
+  readConsoleSession(id: string) {
+    return this.guard(() => sessionSql.readConsoleSession(this.kysely, id));
+  }
+
+  deleteConsoleSession(id: string) {
+    return this.guard(() => sessionSql.deleteConsoleSession(this.kysely, id));
+  }
+
+  purgeConsoleSessions(limit: number) {
+    return this.guard(() => sessionSql.purgeConsoleSessions(this.kysely, limit));
   }
 
   loadCheckpoint(cls: string, rid: string, role: string) {
