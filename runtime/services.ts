@@ -19,7 +19,7 @@ import { RejectedCredentialBudget } from './rate-limit.js';
 import { createSweeper, type Sweeper } from './sweeper.js';
 import { Readiness } from './readiness.js';
 import type { AppServices } from './request.js';
-import { ChangeHub } from './watch-hub.js';
+import { ChangeHub, LIVE_QUEUE_BYTES } from './watch-hub.js';
 
 export interface Services extends AppServices {
   cfg: Config;
@@ -178,8 +178,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
       maxStreams: cfg.watchMaxStreams,
       maxStreamsPerOwner: cfg.watchMaxStreamsPerIdentity,
       queueMax: cfg.watchQueue,
-      // Live changes waiting: shared by every stream of the class (one copy), so a bound per stream suffices.
-      queueBytes: 16 * 1024 * 1024,
+      queueBytes: LIVE_QUEUE_BYTES,
       retentionMs: cfg.watchRetentionMs,
       pageBytes: cfg.watchStreamBufferBytes,
       bufferBytes: cfg.watchBufferBytes,

@@ -70,19 +70,12 @@ export interface HubObserver {
 /** While others wait for room in the budget, a subscriber stalled this long is ended first. */
 export const PRESSURE_MS = 2_000;
 
-export const WATCH_DEFAULTS = {
-  pollMs: 100,
-  heartbeatMs: 15_000,
-  queueMax: 1000,
-  queueBytes: 16 * 1024 * 1024,
-  maxStreams: 1024,
-  maxStreamsPerOwner: 256,
-  retentionMs: 3_600_000,
-  pageBytes: 1024 * 1024,
-  bufferBytes: 64 * 1024 * 1024,
-  slowMs: 30_000,
-  maxAgeMs: 3_600_000,
-} as const;
+/**
+ * Bytes of live changes one stream may have waiting (beside `--watch-queue` items). They are
+ * the poller's rows, shared by every stream of the class, so a bound per stream suffices;
+ * what a stream holds of its own is charged to the budget instead.
+ */
+export const LIVE_QUEUE_BYTES = 16 * 1024 * 1024;
 
 /** Positions in log order: by transaction, then history id. */
 export function comparePos(a: LogPosition, b: LogPosition): number {

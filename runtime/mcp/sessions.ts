@@ -263,12 +263,12 @@ class Session {
     opts: McpOptions,
     private readonly log: Logger,
   ) {
-    const session = this;
+    const current = () => this.latest;
     this.credential = {
       get expiresAt() {
-        return session.latest.expiresAt;
+        return current().expiresAt;
       },
-      check: () => this.latest.check(),
+      check: () => current().check(),
     };
     this.transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
