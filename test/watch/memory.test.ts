@@ -12,20 +12,17 @@
  * without a limit V8 lets a few hundred MB of garbage (the events already written to the
  * sockets' kernel buffers) pile up before it collects, which makes the peak wander.
  */
-import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/proto-loader';
-import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadSvcProto } from '../../runtime/grpc/proto.js';
 import { incident } from '../fixtures/classes.js';
 import { children, cleanEnv, ensureBuilt, start, stop, type Served } from '../setup/cli.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
-import { callAs, KEYS, manifestsYaml } from '../setup/gateway.js';
+import { callAs, gatewayFiles, KEYS } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
 import { openWatch, waitFor } from './sse.js';
 
@@ -49,13 +46,7 @@ const clients: grpc.Client[] = [];
 beforeAll(async () => {
   await ensureBuilt();
   db = await freshDatabase();
-  work = mkdtempSync(join(tmpdir(), 'kslate-watch-mem-'));
-  mkdirSync(join(work, 'classes'));
-  writeFileSync(join(work, 'classes', 'incident.yaml'), manifestsYaml([incident]));
-  writeFileSync(
-    join(work, 'apikeys.yaml'),
-    stringify({ keys: Object.entries(KEYS).map(([name, key]) => ({ name, sha256: createHash('sha256').update(key).digest('hex') })) }),
-  );
+  work = gatewayFiles('kslate-watch-mem-', [incident]).dir;
   port = await freePort();
   grpcPort = await freePort();
   served = await start(
