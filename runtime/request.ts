@@ -9,12 +9,13 @@
  */
 import type { Db } from '../db/port.js';
 import type { ClassRegistry } from '../handlers/class-registry.js';
-import type { Ctx, Logger, Metrics } from '../handlers/context.js';
+import type { Credential, Ctx, Logger, Metrics } from '../handlers/context.js';
 import { SvcError } from '../handlers/errors.js';
 import { asSvcError, invoke, type Operation } from '../handlers/index.js';
 import type { Outcome } from '../handlers/pipeline.js';
 import type { Identity, IdentityProvider } from '../handlers/types.js';
 import type { WatchFeed } from '../handlers/watch-feed.js';
+import { credentialExpiry } from './identity/expiry.js';
 import { authenticate } from './identity/index.js';
 
 /** What answering a request needs, whatever the runtime. */
@@ -83,8 +84,31 @@ export async function authenticateRequest(s: AppServices, address: string, autho
   }
 }
 
+/**
+ * The credential of a request, to be checked again while something it opened runs (a watch
+ * stream, an MCP subscription): the providers judge `authorization` again, and it holds while
+ * they name the same caller. A re-check spends no rejected-credential budget: the client sent
+ * nothing new.
+ */
+export function credentialOf(s: Pick<AppServices, 'providers'>, authorization: string | undefined, identity: Identity): Credential {
+  let expiresAt: number | null | undefined;
+  return {
+    get expiresAt() {
+      return (expiresAt ??= credentialExpiry(authorization));
+    },
+    async check() {
+      try {
+        return (await authenticate(s.providers, authorization)).author === identity.author;
+      } catch (e) {
+        if (e instanceof SvcError && e.code === 'UNAUTHENTICATED') return false;
+        throw e;
+      }
+    },
+  };
+}
+
 /** The per-request context handed to handlers. */
-export function makeCtx(s: AppServices, identity: Identity, scope: string | undefined, requestId: string = s.newId()): Ctx {
+export function makeCtx(s: AppServices, identity: Identity, scope: string | undefined, requestId: string = s.newId(), credential?: Credential): Ctx {
   return {
     identity,
     scope,
@@ -97,6 +121,7 @@ export function makeCtx(s: AppServices, identity: Identity, scope: string | unde
     cursorKey: () => s.cursorKey(),
     trace: {},
     ...(s.watch ? { watch: s.watch } : {}),
+    ...(credential ? { credential } : {}),
   };
 }
 
@@ -120,7 +145,8 @@ export async function runRequest<I>(
   try {
     identity = await authenticateRequest(s, meta.address, meta.authorization);
     const input = await decode();
-    const out = await invoke(op, makeCtx(s, identity, meta.scope, meta.requestId), input, opts);
+    const ctx = makeCtx(s, identity, meta.scope, meta.requestId, s.watch ? credentialOf(s, meta.authorization, identity) : undefined);
+    const out = await invoke(op, ctx, input, opts);
     return { ok: true, identity, out };
   } catch (e) {
     return { ok: false, identity, error: asSvcError(e, { log: s.log, requestId: meta.requestId }) };

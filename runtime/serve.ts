@@ -42,11 +42,13 @@ export interface Gateway {
 
 
 /** One HTTP server of the gateway, with the timeouts and connection limit of runtime/http/listen.ts. */
-function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, host: string, port: number, cfg: Config, tls: boolean) {
+function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, host: string, port: number, cfg: Config, tls: boolean, s: Services) {
   return listenHttp(fetch, {
     host,
     port,
     maxConns: cfg.maxConns,
+    maxConnsPerAddress: cfg.maxConnsPerAddress,
+    onRefuse: (limit) => s.metrics.limitRefused(limit),
     headerTimeoutMs: cfg.headerTimeoutMs,
     requestTimeoutMs: cfg.requestTimeoutMs,
     ...(tls ? { tls: { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) } } : {}),
@@ -90,12 +92,19 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
 
   // MCP sessions (resource subscriptions, /mcp/session): held by this process, ended at shutdown.
   const mcpSessions = new McpSessions(
-    { maxSessions: cfg.mcpMaxSessions, maxSubscriptions: cfg.mcpMaxSubscriptions, idleMs: cfg.mcpSessionIdleMs },
+    {
+      maxSessions: cfg.mcpMaxSessions,
+      maxSessionsPerIdentity: cfg.mcpMaxSessionsPerIdentity,
+      maxSubscriptions: cfg.mcpMaxSubscriptions,
+      idleMs: cfg.mcpSessionIdleMs,
+    },
     log,
+    (limit) => services.metrics.limitRefused(limit),
   );
+  services.metrics.gauges.mcpSessions = () => mcpSessions.size;
   let api: { server: Server; port: number };
   try {
-    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, sessions: mcpSessions }, ui: cfg.ui && { ttlMs: cfg.uiSessionTtlMs } }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
+    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, sessions: mcpSessions }, ui: cfg.ui && { ttlMs: cfg.uiSessionTtlMs } }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls, services);
   } catch (e) {
     throw await abandon(portInUse(e, cfg.listenPort, 'API port: --listen / KSLATE_LISTEN'));
   }
@@ -110,7 +119,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
   metricsApp.get('/healthz', (c) => healthz(c));
   let metrics: { server: Server; port: number };
   try {
-    metrics = await listen(metricsApp.fetch, cfg.listenHost, cfg.metricsPort, cfg, false);
+    metrics = await listen(metricsApp.fetch, cfg.listenHost, cfg.metricsPort, cfg, false, services);
   } catch (e) {
     throw await abandon(portInUse(e, cfg.metricsPort, 'metrics port: --metrics-port / KSLATE_METRICS_PORT'));
   }
@@ -134,6 +143,8 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
         host: cfg.listenHost,
         port: cfg.grpcPort,
         maxConns: cfg.maxConns,
+        maxConnsPerAddress: cfg.maxConnsPerAddress,
+        onRefuse: (limit) => services.metrics.limitRefused(limit),
         headerTimeoutMs: cfg.headerTimeoutMs,
         tls: tls ? { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) } : undefined,
       });

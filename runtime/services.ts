@@ -21,7 +21,7 @@ import { RejectedCredentialBudget } from './rate-limit.js';
 import { createSweeper, type Sweeper } from './sweeper.js';
 import { Readiness } from './readiness.js';
 import type { AppServices } from './request.js';
-import { ChangeHub, WATCH_DEFAULTS } from './watch-hub.js';
+import { ChangeHub, LIVE_QUEUE_BYTES } from './watch-hub.js';
 
 export interface Services extends AppServices {
   cfg: Config;
@@ -167,18 +167,27 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     // A provider that cannot verify tokens yet (an OIDC issuer not reached) makes the gateway not ready.
     () => providers.map((p) => p.notReady?.() ?? null).find((m) => m !== null) ?? null,
   );
+  const metrics = createMetrics();
   const watch = new ChangeHub(
     db,
     {
       pollMs: cfg.watchPollMs,
       heartbeatMs: cfg.watchHeartbeatMs,
       maxStreams: cfg.watchMaxStreams,
+      maxStreamsPerOwner: cfg.watchMaxStreamsPerIdentity,
       queueMax: cfg.watchQueue,
-      queueBytes: WATCH_DEFAULTS.queueBytes,
+      queueBytes: LIVE_QUEUE_BYTES,
       retentionMs: cfg.watchRetentionMs,
+      pageBytes: cfg.watchStreamBufferBytes,
+      bufferBytes: cfg.watchBufferBytes,
+      slowMs: cfg.watchSlowTimeoutMs,
+      maxAgeMs: cfg.watchMaxAgeMs,
     },
     log,
+    { ended: (reason) => metrics.watchEnded(reason), refused: (limit) => metrics.limitRefused(limit) },
   );
+  metrics.gauges.watchStreams = () => watch.open;
+  metrics.gauges.watchBufferedBytes = () => watch.buffered;
   return {
     cfg,
     pool,
@@ -186,7 +195,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     watch,
     db,
     classes,
-    metrics: createMetrics(),
+    metrics,
     log,
     providers,
     budget: new RejectedCredentialBudget(),

@@ -139,6 +139,17 @@ dsn
 {{- fail "gateway.identity includes oidc: set gateway.oidc.issuer and gateway.oidc.audience" -}}
 {{- end -}}
 {{- end -}}
+{{- with .Values.gateway.limits -}}
+{{- if gt (int .maxConnsPerAddress) (int .maxConns) -}}
+{{- fail (printf "gateway.limits.maxConnsPerAddress (%d) is above gateway.limits.maxConns (%d): one address could take every connection; lower it (0 = no per-address cap)" (int .maxConnsPerAddress) (int .maxConns)) -}}
+{{- end -}}
+{{- if gt (int .watchMaxStreamsPerIdentity) (int .watchMaxStreams) -}}
+{{- fail (printf "gateway.limits.watchMaxStreamsPerIdentity (%d) is above gateway.limits.watchMaxStreams (%d): lower it, so one identity cannot take every stream" (int .watchMaxStreamsPerIdentity) (int .watchMaxStreams)) -}}
+{{- end -}}
+{{- if gt (int .mcpMaxSessionsPerIdentity) (int .mcpMaxSessions) -}}
+{{- fail (printf "gateway.limits.mcpMaxSessionsPerIdentity (%d) is above gateway.limits.mcpMaxSessions (%d): lower it, so one identity cannot take every session" (int .mcpMaxSessionsPerIdentity) (int .mcpMaxSessions)) -}}
+{{- end -}}
+{{- end -}}
 {{- if and (include "kslate.hasIdentity" (list . "k8s-sa")) (not .Values.gateway.k8sAudience) -}}
 {{- fail "gateway.identity includes k8s-sa but gateway.k8sAudience is empty: set the audience agents' projected tokens are issued for (default kslate)" -}}
 {{- end -}}

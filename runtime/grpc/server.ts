@@ -31,6 +31,7 @@ import type { Services } from '../services.js';
 import { authenticateRequest, clientAddress, runRequest } from '../request.js';
 import { requestIdFrom } from '../http/env.js';
 import { afterNextPoll, DRAIN_GRACE_MS, stopListening } from '../drain.js';
+import { PerAddress, type ListenOptions } from '../http/listen.js';
 import {
   appendResultMsg,
   checkpointLoadResultMsg,
@@ -97,7 +98,10 @@ const ENCODE_DEPTH_HINT =
 
 export async function startGrpc(
   s: Services,
-  opts: { host: string; port: number; tls?: { cert: Buffer; key: Buffer }; maxConns: number; headerTimeoutMs: number },
+  opts: { host: string; port: number; tls?: { cert: Buffer; key: Buffer }; maxConns: number; headerTimeoutMs: number } & Pick<
+    ListenOptions,
+    'maxConnsPerAddress' | 'onRefuse'
+  >,
 ): Promise<GrpcServer> {
   const definition = loadSvcProto();
   const service = definition[SERVICE_NAME] as ServiceDefinition;
@@ -519,9 +523,10 @@ const HTTP2_PREFACE_BYTES = 24;
 async function listenGrpc(
   server: grpc.Server,
   creds: grpc.ServerCredentials,
-  opts: { host: string; port: number; tls?: unknown; maxConns: number; headerTimeoutMs: number },
+  opts: { host: string; port: number; tls?: unknown; maxConns: number; headerTimeoutMs: number } & Pick<ListenOptions, 'maxConnsPerAddress' | 'onRefuse'>,
 ): Promise<{ port: number; close(silentMs: number, budgetMs: number): Promise<void>; abandon(): void }> {
   const injector = server.createConnectionInjector(creds);
+  const perAddress = new PerAddress(opts.maxConnsPerAddress ?? 0);
   const need = opts.tls ? 1 : HTTP2_PREFACE_BYTES;
   let open = 0;
   /** Connections still sending their first bytes: grpc-js does not know them yet. */
@@ -531,7 +536,8 @@ async function listenGrpc(
   const tcp = createTcpServer((socket) => {
     // Errors before grpc-js owns the socket (a reset during the preface) are just a close.
     socket.on('error', () => undefined);
-    if (open >= opts.maxConns) {
+    if (open >= opts.maxConns || !perAddress.take(socket)) {
+      opts.onRefuse?.(open >= opts.maxConns ? 'conns' : 'conns_per_address');
       socket.destroy();
       return;
     }

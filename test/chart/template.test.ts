@@ -141,6 +141,29 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       const set = gwArgs(render(v, ['default'], { 'gateway.dbPoolSize': 6 }));
       expect(set[set.indexOf('--db-pool-size') + 1]).toBe('6');
     });
+    test('gateway.limits: the connection, stream and session caps as flags; a per-caller cap above its total is refused', () => {
+      const gw = find(render(v), 'Deployment', GATEWAY);
+      expect([
+        flag(gw, '--max-conns'),
+        flag(gw, '--max-conns-per-address'),
+        flag(gw, '--watch-max-streams'),
+        flag(gw, '--watch-max-streams-per-identity'),
+        flag(gw, '--mcp-max-sessions'),
+        flag(gw, '--mcp-max-sessions-per-identity'),
+      ]).toEqual(['4096', '256', '1024', '256', '256', '64']);
+      const off = find(render(v, ['default'], { 'gateway.limits.maxConnsPerAddress': 0 }), 'Deployment', GATEWAY);
+      expect(flag(off, '--max-conns-per-address')).toBe('0');
+      expect(renderError(v, ['default'], { 'gateway.limits.maxConnsPerAddress': 5000 })).toMatch(
+        /gateway\.limits\.maxConnsPerAddress \(5000\) is above gateway\.limits\.maxConns \(4096\)/,
+      );
+      expect(renderError(v, ['default'], { 'gateway.limits.watchMaxStreams': 100 })).toMatch(
+        /gateway\.limits\.watchMaxStreamsPerIdentity \(256\) is above gateway\.limits\.watchMaxStreams \(100\)/,
+      );
+      expect(renderError(v, ['default'], { 'gateway.limits.mcpMaxSessionsPerIdentity': 300 })).toMatch(
+        /gateway\.limits\.mcpMaxSessionsPerIdentity \(300\) is above gateway\.limits\.mcpMaxSessions \(256\)/,
+      );
+      expect(renderError(v, ['default'], { 'gateway.limits.watchMaxStreams': 0 })).toMatch(/watchMaxStreams/);
+    });
     test('gateway.maxSemiSpaceMB: NODE_OPTIONS sizes the young generation beside the heap cap (0, Node\'s default, by default)', () => {
       const env = (objs: K8sObject[]) => container(find(objs, 'Deployment', GATEWAY)).env.find((e: { name: string }) => e.name === 'NODE_OPTIONS');
       expect(env(render(v, ['default'], { 'gateway.maxSemiSpaceMB': 64 }))).toEqual({
