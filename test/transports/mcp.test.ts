@@ -371,6 +371,15 @@ describe('svc_query', () => {
     await rejected(alice, 'svc_query', { class: 'incident', limit: 0 }, 'MALFORMED');
     await rejected(alice, 'svc_query', { class: 'nosuch' }, 'NOT_FOUND');
   });
+
+  test('a "__proto__" filter is a filter: UNKNOWN_FIELD, as HTTP answers, never unfiltered results', async () => {
+    const alice = await connect('alice');
+    await ok(alice, 'svc_put', { record: `incident/${fresh()}`, field: 'title', value: 'proto', expected_version: 0 });
+    // As JSON.parse builds it from a client's message: an own "__proto__" key.
+    const filters = JSON.parse('{"__proto__": "x"}') as Record<string, unknown>;
+    const body = await rejected(alice, 'svc_query', { class: 'incident', filters }, 'UNKNOWN_FIELD');
+    expect(body).toEqual((await t.call('alice', 'GET', '/v1/records/incident?__proto__=x')).body);
+  });
 });
 
 describe('credentials come first, on the transport', () => {
