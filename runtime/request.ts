@@ -100,6 +100,19 @@ export function makeCtx(s: AppServices, identity: Identity, scope: string | unde
   };
 }
 
+/**
+ * The connection ended before the request's body arrived whole: the client went away (or
+ * --request-timeout closed it) mid-upload. Nobody is left to answer and nothing went wrong on
+ * our side: the HTTP transport logs it as 499 (nginx's "client closed request") at info,
+ * never as an internal fault.
+ */
+export class ClientClosedRequest extends Error {
+  constructor(cause?: unknown) {
+    super('the client closed the connection before its request body arrived', { cause });
+    this.name = 'ClientClosedRequest';
+  }
+}
+
 export type RequestResult =
   | { ok: true; identity: Identity; out: Outcome }
   /** `identity` is absent when the credential was refused. */
@@ -107,7 +120,8 @@ export type RequestResult =
 
 /**
  * One request: authenticate, decode (after the credential check, so an anonymous caller
- * learns nothing from input errors), build the context, invoke, and map any error.
+ * learns nothing from input errors), build the context, invoke, and map any error. A
+ * ClientClosedRequest from `decode` is thrown on: there is no one to answer.
  */
 export async function runRequest<I>(
   s: AppServices,
@@ -123,6 +137,7 @@ export async function runRequest<I>(
     const out = await invoke(op, makeCtx(s, identity, meta.scope, meta.requestId), input, opts);
     return { ok: true, identity, out };
   } catch (e) {
+    if (e instanceof ClientClosedRequest) throw e;
     return { ok: false, identity, error: asSvcError(e, { log: s.log, requestId: meta.requestId }) };
   }
 }

@@ -4,12 +4,13 @@
  */
 import { Hono, type Context } from 'hono';
 import { etag } from 'hono/etag';
+import type { UnofficialStatusCode } from 'hono/utils/http-status';
 import type { RawBody } from '../../handlers/body.js';
 import { SvcError } from '../../handlers/errors.js';
 import { asSvcError, operations, type Operation } from '../../handlers/index.js';
 import { watchOperations } from '../../handlers/watch.js';
 import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } from '../mcp/server.js';
-import { runRequest, type AppServices } from '../request.js';
+import { ClientClosedRequest, runRequest, type AppServices } from '../request.js';
 import { readBody } from './body.js';
 import { reply, replyText } from './reply.js';
 import { serveWatch } from './watch-sse.js';
@@ -95,6 +96,11 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
     return c.json(new SvcError('NOT_FOUND', `No endpoint ${c.req.method} ${c.req.path}; see the README for the API.`).body(), 404);
   });
   app.onError((e, c) => {
+    if (e instanceof ClientClosedRequest) {
+      // The access log line says 499 at info; no one reads the answer.
+      c.set('errorCode', 'CLIENT_CLOSED');
+      return c.body(null, 499 as UnofficialStatusCode);
+    }
     const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') ?? s.newId() });
     c.set('errorCode', err.code);
     return c.json(err.body(), err.status as 500);
