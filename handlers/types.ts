@@ -27,6 +27,12 @@ export interface IdentityProvider {
   authenticate(token: string): Promise<Identity | null>;
   /** Why the provider cannot verify tokens yet (shown by /readyz), or null when it can. */
   notReady?(): string | null;
+  /**
+   * The OAuth authorization server (issuer) a client can get this provider's tokens from
+   * (oidc); the gateway names it in its protected resource metadata (RFC 9728) so that MCP
+   * clients can sign in there.
+   */
+  readonly authorizationServer?: string;
 }
 
 export type FieldKind = 'versioned' | 'soft' | 'append' | 'task';

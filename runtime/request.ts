@@ -50,16 +50,21 @@ export interface RequestMeta {
  * X-Forwarded-For (the last N entries were added by proxies we trust).
  */
 export function clientAddress(peer: string, forwardedFor: string | undefined, trustProxy: number): string {
-  let addr = peer;
-  if (trustProxy > 0) {
-    const hops = (forwardedFor ?? '')
-      .split(',')
-      .map((h) => h.trim())
-      .filter(Boolean);
-    const idx = hops.length - trustProxy;
-    if (idx >= 0 && hops[idx]) addr = hops[idx];
-  }
-  return addr || 'unknown';
+  return trustedHop(forwardedFor, trustProxy) || peer || 'unknown';
+}
+
+/**
+ * The entry of a comma-separated X-Forwarded-* header that the outermost of `trustProxy`
+ * trusted proxies wrote (N hops back from the end), or undefined without one.
+ */
+export function trustedHop(header: string | undefined, trustProxy: number): string | undefined {
+  if (trustProxy <= 0 || !header) return undefined;
+  const hops = header
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
+  const idx = hops.length - trustProxy;
+  return idx >= 0 ? hops[idx] : undefined;
 }
 
 /**

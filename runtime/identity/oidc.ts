@@ -40,6 +40,8 @@ const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 export class OidcProvider implements IdentityProvider {
   readonly kind = 'oidc';
+  /** The issuer: clients sign in there (the gateway's protected resource metadata names it). */
+  readonly authorizationServer: string;
   private keys: ReturnType<typeof createRemoteJWKSet> | null = null;
   private problem: string;
   private retry: NodeJS.Timeout | undefined;
@@ -50,6 +52,7 @@ export class OidcProvider implements IdentityProvider {
     private readonly log: Logger,
     private readonly fetchJson: (url: string) => Promise<unknown>,
   ) {
+    this.authorizationServer = opts.issuer;
     this.problem = `The OIDC issuer ${opts.issuer} has not been reached yet; the gateway keeps trying.`;
   }
 
