@@ -25,7 +25,7 @@ export interface AppServices {
   log: Logger;
   providers: IdentityProvider[];
   /** The rejected-credential budget per client address (429 RATE_LIMITED). */
-  budget: { isExhausted(address: string): boolean; spend(address: string): void };
+  budget: { isExhausted(address: string): boolean; spend(address: string): void; refund(address: string): void };
   readiness: { check(): Promise<{ ready: true } | { ready: false; message: string }> };
   /** Proxy hops to trust in X-Forwarded-For for the client address. */
   trustProxy: number;
@@ -68,24 +68,42 @@ export function trustedHop(header: string | undefined, trustProxy: number): stri
 }
 
 /**
- * Credentials first: a spent budget answers 429 before any check, every 401 spends it. Both
- * are counted in svc_rejections_total (fixed labels: no class, field or role is known yet);
- * the access log line of the request records them, never the credential.
+ * Credentials first: a spent budget answers 429 before any check, every 401 spends it. A
+ * provider about to call out for a token (a TokenReview) charges the budget first
+ * (AuthAttempt), so a flood of made-up tokens meets 429 before it reaches the provider; the
+ * charge is the 401's spend, and is given back when the token is accepted. Both are counted in
+ * svc_rejections_total (fixed labels: no class, field or role is known yet); the access log
+ * line of the request records them, never the credential.
  */
 export async function authenticateRequest(s: AppServices, address: string, authorization: string | undefined): Promise<Identity> {
-  if (s.budget.isExhausted(address)) {
-    s.metrics.rejection('', '', '', 'rate_limited');
-    throw new SvcError('RATE_LIMITED', 'Too many rejected credentials from your address; wait a few seconds and retry with a valid token.');
-  }
+  if (s.budget.isExhausted(address)) throw rateLimited(s);
+  let charged = false;
+  const attempt = {
+    charge() {
+      if (charged) return;
+      if (s.budget.isExhausted(address)) throw rateLimited(s);
+      s.budget.spend(address);
+      charged = true;
+    },
+  };
   try {
-    return await authenticate(s.providers, authorization);
+    const identity = await authenticate(s.providers, authorization, attempt);
+    if (charged) s.budget.refund(address);
+    return identity;
   } catch (e) {
     if (e instanceof SvcError && e.code === 'UNAUTHENTICATED') {
-      s.budget.spend(address);
+      if (!charged) s.budget.spend(address);
       s.metrics.rejection('', '', '', 'unauthenticated');
     }
+    // A charge for a check that could not be made (503) stays spent: an address that keeps
+    // sending new tokens while the provider is down or its queue full meets 429 too.
     throw e;
   }
+}
+
+function rateLimited(s: AppServices): SvcError {
+  s.metrics.rejection('', '', '', 'rate_limited');
+  return new SvcError('RATE_LIMITED', 'Too many rejected credentials from your address; wait a few seconds and retry with a valid token.');
 }
 
 /** The per-request context handed to handlers. */

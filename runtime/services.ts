@@ -99,7 +99,9 @@ export async function createProviders(cfg: Config, log: Logger): Promise<Identit
     } else if (kind === 'k8s-sa') {
       // Loaded only when named: @kubernetes/client-node adds ~80 MB of RSS to a process.
       const { K8sSaProvider } = await import('./identity/k8s-sa.js');
-      providers.push(K8sSaProvider.fromDefault(cfg.k8sAudience, log));
+      // Tokens of the OIDC issuer are that provider's: never sent for a TokenReview.
+      const foreignIssuers = cfg.identity.includes('oidc') && cfg.oidcIssuer ? [cfg.oidcIssuer] : [];
+      providers.push(K8sSaProvider.fromDefault(cfg.k8sAudience, log, { foreignIssuers }));
     } else {
       throw new StartupError(
         `Unknown identity provider "${kind}" in --identity (KSLATE_IDENTITY); use k8s-sa, oidc or apikey.`,
