@@ -1,22 +1,30 @@
 import { StorageFault } from './port.js';
 
-/** SQLSTATE classes and driver errors that mean "the database cannot be reached". */
+/**
+ * Driver errors and SQLSTATEs that mean the request never reached the database: refused or
+ * failed connection attempts. Nothing was sent, so retrying is safe.
+ */
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
   'ENOTFOUND',
   'EHOSTUNREACH',
-  'EPIPE',
-  '57P01', // admin_shutdown
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now
+  '57P03', // cannot_connect_now (starting up, shutting down)
   '53300', // too_many_connections
-  '08000',
-  '08003',
-  '08006',
-  '08001',
-  '08004',
+  '08001', // sqlclient_unable_to_establish_sqlconnection
+  '08004', // sqlserver_rejected_establishment_of_sqlconnection
+]);
+
+/**
+ * Those that mean a connection ended while it was in use: the statement may have been sent,
+ * and even committed with its answer lost. Any other connection error (SQLSTATE class 08)
+ * counts as this too: when in doubt, the caller must not assume a write did not happen.
+ */
+const LOST_CODES = new Set([
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  '57P01', // admin_shutdown: the backend was terminated
+  '57P02', // crash_shutdown
 ]);
 
 /** Missing relation or function: the schema is absent or being re-applied. */
@@ -32,7 +40,7 @@ const TIMEOUT_CODES = new Set([
   '25P03', // idle_in_transaction_session_timeout
 ]);
 
-export type DbFault = 'unreachable' | 'schema' | 'data' | 'timeout' | null;
+export type DbFault = 'unreachable' | 'lost' | 'schema' | 'data' | 'timeout' | null;
 
 /** Classify a driver error; anything else is a real fault (INTERNAL). */
 export function classifyDbError(e: unknown): DbFault {
@@ -42,17 +50,23 @@ export function classifyDbError(e: unknown): DbFault {
   if (SCHEMA_CODES.has(code)) return 'schema';
   if (DATA_CODES.has(code)) return 'data';
   if (TIMEOUT_CODES.has(code)) return 'timeout';
-  if (UNREACHABLE_CODES.has(code) || code.startsWith('08')) return 'unreachable';
+  // A socket error while connecting (Node's `syscall: 'connect'`, e.g. connect ETIMEDOUT).
+  if (UNREACHABLE_CODES.has(code) || (code.startsWith('E') && (e as { syscall?: unknown }).syscall === 'connect')) return 'unreachable';
+  if (LOST_CODES.has(code) || code.startsWith('08')) return 'lost';
   const msg = typeof err.message === 'string' ? err.message : '';
   // pg's client-side query_timeout (node_modules/pg/lib/client.js): the server did not answer at all.
   if (msg === 'Query read timeout') return 'timeout';
+  // pg's messages (node_modules/pg/lib/client.js, pg-pool): connecting failed, or a client
+  // already broken was asked to query (it sends nothing).
   if (
-    /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended unexpectedly|the database system is (starting up|shutting down)/i.test(
+    /connect ECONNREFUSED|timeout exceeded when trying to connect|Connection terminated due to connection timeout|Client has encountered a connection error and is not queryable|the database system is (starting up|shutting down)/i.test(
       msg,
     )
   ) {
     return 'unreachable';
   }
+  // The connection ended under a query in flight.
+  if (/Connection terminated|Connection ended unexpectedly/i.test(msg)) return 'lost';
   return null;
 }
 

@@ -385,13 +385,15 @@ export interface SweepDb {
  * A storage failure that is not the caller's fault (or only of what it sent): the database
  * layer raises it, the handlers map it to the spec's answer (handlers/index.ts `asSvcError`),
  * so the database layer never depends on the handlers.
- * - `unreachable`: no connection (503 UNAVAILABLE)
+ * - `unreachable`: no connection; nothing was sent (503 UNAVAILABLE)
+ * - `lost`: the connection ended while a statement was in flight; a write may have been
+ *   applied (503 UNAVAILABLE saying so)
  * - `timeout`: the request's database budget ran out (503 UNAVAILABLE)
  * - `data`: a value the database cannot store, e.g. a NUL character (400 MALFORMED)
  * - `schema`: tables missing (503 UNAVAILABLE); `reapplying` when this process was told to
  *   apply them again (a Node gateway), not when nothing will (Workers never migrate)
  */
-export type StorageFaultKind = 'unreachable' | 'timeout' | 'data' | 'schema';
+export type StorageFaultKind = 'unreachable' | 'lost' | 'timeout' | 'data' | 'schema';
 
 export class StorageFault extends Error {
   constructor(

@@ -329,6 +329,13 @@ export function storageFaultError(f: StorageFault): SvcError {
   switch (f.kind) {
     case 'unreachable':
       return new SvcError('UNAVAILABLE', 'The database is unreachable; retry shortly (the gateway reconnects by itself).');
+    case 'lost':
+      // Like a timeout, the statement may have committed with its answer lost: "retry shortly"
+      // would invite a second append or a claim of what is already yours.
+      return new SvcError(
+        'UNAVAILABLE',
+        'The connection to the database was lost while this request was in flight, so a write may have been applied: read before retrying it (the gateway reconnects by itself).',
+      );
     case 'timeout':
       return new SvcError(
         'UNAVAILABLE',

@@ -98,8 +98,13 @@ export const HEADERS = {
     schema: { type: 'string' },
   },
   'Retry-After': {
-    description: 'Seconds to wait before retrying; sent when the gateway is at its connection limit (--max-conns).',
+    description: 'Seconds to wait before retrying; sent with every 503.',
     schema: { type: 'integer', minimum: 0 },
+  },
+  'WWW-Authenticate': {
+    description:
+      'How to authenticate (RFC 6750 §3): `Bearer realm="kslate"`, with `error="invalid_token"` when a bearer token was sent, and, when the gateway names an authorization server (--identity oidc), `resource_metadata` with the URL of its protected resource metadata (RFC 9728). Sent with every 401.',
+    schema: { type: 'string' },
   },
   Allow: { description: 'The methods the path takes.', schema: { type: 'string' } },
   'Cache-Control': { description: 'How long the answer may be cached.', schema: { type: 'string' } },
@@ -454,6 +459,7 @@ function responses(r: RouteDoc, auth: boolean, convert: (s: v.GenericSchema) => 
     const headers: Json = { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } };
     for (const h of doc?.headers ?? []) headers[h] = { $ref: `#/components/headers/${h.replace(/-/g, '')}` };
     if (status === 503) headers['Retry-After'] = { $ref: '#/components/headers/RetryAfter' };
+    if (status === 401) headers['WWW-Authenticate'] = { $ref: '#/components/headers/WWWAuthenticate' };
     const refs = errs.map((c) => ({ $ref: `#/components/schemas/${errorSchemaName(c)}` }));
     const alternatives: Json[] = [...(doc?.schema ? [convert(doc.schema)] : []), ...refs];
     const description = [doc?.description, ...errs.map((c) => `${c}: ${ERROR_NOTES[c]}`)].filter(Boolean).join(' ');

@@ -84,8 +84,10 @@ export async function createProviders(cfg: Config, log: Logger): Promise<Identit
     } else if (kind === 'k8s-sa') {
       // Loaded only when named: @kubernetes/client-node adds ~80 MB of RSS to a process.
       const [{ K8sSaProvider }, { NoClusterError }] = await Promise.all([import('./identity/k8s-sa.js'), import('./k8s/cluster.js')]);
+      // Tokens of the OIDC issuer are that provider's: never sent for a TokenReview.
+      const foreignIssuers = cfg.identity.includes('oidc') && cfg.oidcIssuer ? [cfg.oidcIssuer] : [];
       try {
-        providers.push(K8sSaProvider.fromDefault(cfg.k8sAudience, log));
+        providers.push(K8sSaProvider.fromDefault(cfg.k8sAudience, log, { foreignIssuers }));
       } catch (e) {
         // Without a cluster the provider would review every token at http://localhost:8080:
         // the gateway's own default port, so it would start "ready" and accept nobody.

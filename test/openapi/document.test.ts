@@ -174,6 +174,7 @@ describe('errors and parameters', () => {
     }
     const s503 = put['503'].headers as Json;
     expect(s503['Retry-After']).toEqual({ $ref: '#/components/headers/RetryAfter' });
+    expect((put['401'].headers as Json)['WWW-Authenticate']).toEqual({ $ref: '#/components/headers/WWWAuthenticate' });
   });
 
   test('query parameters are the handlers\' parameter schemas, in HTTP form', () => {
@@ -194,13 +195,13 @@ describe('errors and parameters', () => {
     expect((putBody.additionalProperties)).toBe(false);
   });
 
-  test('X-Svc-Scope on the record operations, the bearer scheme everywhere but the probes and the document', () => {
+  test('X-Svc-Scope on the record operations, the bearer scheme everywhere but the probes, the document and the protected resource metadata', () => {
     for (const r of apiRoutes()) {
       const o = paths[openApiPath(r.path)][r.method.toLowerCase()];
       const params = JSON.stringify(o.parameters);
       expect(params.includes('XSvcScope'), r.operationId).toBe(r.scope === true);
       expect(params).toContain('XRequestId');
-      const open = ['healthz', 'readyz', 'openapi'].includes(r.operationId);
+      const open = ['healthz', 'readyz', 'openapi'].includes(r.operationId) || r.operationId.startsWith('protectedResource');
       expect(o.security, r.operationId).toEqual(open ? [] : undefined);
       expect('401' in (o.responses as Json), r.operationId).toBe(!open);
     }
