@@ -166,6 +166,60 @@ export interface TryWrite {
   premises: readonly StoredPremise[];
 }
 
+/**
+ * A put or append as `Db.writeField` decides and applies it under the record's lock in one
+ * round trip (kslate_write, migration 0010): every check left after the gateway's own (STALE,
+ * the resolve gate, STALE_PREMISE with fences) is judged there, in the order of the spec.
+ */
+export interface WriteRequest {
+  class: string;
+  rid: string;
+  field: string;
+  kind: 'versioned' | 'soft' | 'append';
+  op: 'put' | 'append';
+  /** The new value (put) or entry (append). */
+  value: unknown;
+  author: string;
+  identity_strength: string;
+  evidence: string | null;
+  /** The premises stored with the write (explicit or inferred); null when none. */
+  based_on: StoredPremise[] | null;
+  invocation: Record<string, unknown> | null;
+  /** STALE unless the field is at this version (a versioned put's expected_version); null: no check. */
+  expectVersion: number | null;
+  /** The `expected_version` the history row records. */
+  expected_version: number | null;
+  /** Each must still hold: the field at that version; a fence, leased by the writer when the lock was taken. */
+  premises: readonly StoredPremise[];
+  /** The resolve gate: roles that must have saved a checkpoint on the record; null when the write is not gated. */
+  requiredCheckpoints: readonly string[] | null;
+}
+
+/** A premise that moved (STALE_PREMISE), as its error body lists it. */
+export interface MovedPremise {
+  field: string;
+  your_version: number;
+  current_version: number;
+  current_author: string | null;
+  current_evidence: string | null;
+}
+
+/**
+ * What `Db.writeField` decided. Every outcome but `applied` wrote nothing but its history row
+ * (`invalid_checkpoint`: none). `current_version` and `current_author` describe the written
+ * field when the lock was taken.
+ */
+export type WriteResult =
+  | { outcome: 'applied'; version: number; record_version: number; created: boolean }
+  | {
+      outcome: 'stale';
+      current_version: number;
+      /** The field's current row; null when it has none. */
+      current: { value: unknown; author: string | null; evidence: string | null; updated_at: Date } | null;
+    }
+  | { outcome: 'stale_premise'; current_version: number; current_author: string | null; moved: MovedPremise[] }
+  | { outcome: 'invalid_checkpoint'; missing: string[] };
+
 /** A claim as `Db.claim` decides and applies it in one round trip (migration 0006). */
 export interface ClaimWrite {
   class: string;
@@ -274,6 +328,13 @@ export interface Db {
    * written nothing (the caller then runs `write`, which decides the exact answer).
    */
   tryWrite(t: TryWrite): Promise<{ version: number; record_version: number; created: boolean } | null>;
+  /**
+   * Decide and apply a put or append under the record's lock in one round trip: the applied
+   * write, or the rejection (its history row written in the same statement).
+   */
+  writeField(w: WriteRequest): Promise<WriteResult>;
+  /** Save a role's checkpoint on an existing record under its lock; null when the record does not exist. */
+  saveCheckpoint(cls: string, rid: string, role: string, document: Record<string, unknown>, author: string): Promise<{ checkpoint_id: number; record_version: number } | null>;
   /** Decide and apply a claim (HELD included, with its history row) in one round trip. */
   claim(c: ClaimWrite): Promise<ClaimResult>;
   listClasses(): Promise<ClassRow[]>;

@@ -7,7 +7,7 @@ import { basedOnSchema, bodyObject, declareNoPremisesSchema, resolvePremises, le
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import type { StoredPremise } from '../db/port.js';
-import { runWrite, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
+import { runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
 import { valueProblem } from './values.js';
 
 export interface AppendInput {
@@ -89,14 +89,33 @@ const appendOp: WriteOp<AppendBody> = {
     return outcome(ctx, access, field, { ...res, version: seq });
   },
 
+  async write(b, t): Promise<Outcome> {
+    const { ctx, access, field } = t;
+    const done = await writeField(
+      t,
+      {
+        ...fieldWrite(b, ctx, field, t.basedOn),
+        class: access.cls.name,
+        rid: t.id,
+        op: 'append',
+        expected_version: null,
+        expectVersion: null,
+        premises: t.premises,
+        requiredCheckpoints: null,
+      },
+      {},
+    );
+    return outcome(ctx, access, field, done);
+  },
+
   fast: {
     write: (b, ctx, _access, field, _def, basedOn) => ({ write: fieldWrite(b, ctx, field, basedOn), expectVersion: null }),
     outcome,
   },
 };
 
-export function append(ctx: Ctx, input: AppendInput): Promise<Outcome> {
-  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, appendOp);
+export function append(ctx: Ctx, input: AppendInput, path: 'ts' | 'sql' = 'ts'): Promise<Outcome> {
+  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, appendOp, path);
 }
 
 /** The field write of an applied append, on either path; the seq is decided under the lock. */

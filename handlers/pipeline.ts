@@ -13,7 +13,7 @@
  *                                                         INVALID_CHECKPOINT (gate)
  *                                                      14 STALE_PREMISE   ┘
  */
-import type { FieldRow, HistoryInsert, HistoryValue, StoredPremise, TryWrite, WriteTx } from '../db/port.js';
+import type { FieldRow, HistoryInsert, HistoryValue, StoredPremise, TryWrite, WriteRequest, WriteResult, WriteTx } from '../db/port.js';
 import { lenientObject, textProblem, type RawBody } from './body.js';
 import { rolesOf, type CompiledClass, type CompiledRole } from './class-registry.js';
 import type { Ctx } from './context.js';
@@ -264,10 +264,11 @@ export interface WriteOp<B> {
   /** Everything passed: change the field. `basedOn` is what to store (explicit or inferred). */
   apply?(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string, def: FieldDef, basedOn: StoredPremise[] | null): Promise<Outcome>;
   /**
-   * Everything from the lock on, in one database call that decides and applies (claim: HELD
-   * is the only check left and nothing follows it); replaces the transaction below.
+   * Everything from the lock on, in one database call that decides under the record's lock
+   * and applies, or refuses writing the rejection's history row (kslate_write, kslate_claim),
+   * turned into the answer.
    */
-  direct?(b: B, ctx: Ctx, access: Access, field: string, id: string): Promise<Outcome>;
+  write(b: B, t: WriteTarget): Promise<Outcome>;
   /**
    * The one-round-trip path (put, append): the write `Db.tryWrite` applies when the version
    * and premise checks hold under the lock, or null when this write must take the full
@@ -277,6 +278,19 @@ export interface WriteOp<B> {
     write(b: B, ctx: Ctx, access: Access, field: string, def: FieldDef, basedOn: StoredPremise[] | null): FastWrite | null;
     outcome(ctx: Ctx, access: Access, field: string, applied: { version: number; record_version: number; created: boolean }): Outcome;
   };
+}
+
+/** Where a write goes, once every check before the lock has passed. */
+export interface WriteTarget {
+  ctx: Ctx;
+  access: Access;
+  id: string;
+  field: string;
+  def: FieldDef;
+  /** The premises to check under the lock: explicit, or inferred from the scope's reads. */
+  premises: StoredPremise[];
+  /** What the write stores as its premises (explicit or inferred); null when none. */
+  basedOn: StoredPremise[] | null;
 }
 
 /** What a write operation hands `Db.tryWrite`. */
@@ -304,7 +318,7 @@ export interface WriteInput {
   params?: readonly string[];
 }
 
-export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): Promise<Outcome> {
+export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>, path: 'ts' | 'sql' = 'ts'): Promise<Outcome> {
   const { className, id, field } = input;
   const access = await authorize(ctx, className, 'write', id); // 2–4
   checkRecordId(access, id); // 5
@@ -369,6 +383,18 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
     op.needsEvidence === 'always' || (op.needsEvidence === 'class' && (access.cls.spec.requireEvidence || def.requireEvidence));
   const evidenceMissing = wantsEvidence && (typeof facts.evidence !== 'string' || facts.evidence.trim() === '');
 
+  if (path === 'sql' || op.op === 'claim') {
+    // 12: evidence needs no locked state, and HELD (11) is claim's alone, which needs none.
+    if (evidenceMissing) {
+      await ctx.db.insertRejection(await historyRow(ctx, className, id, field, op.op, 'evidence_required', facts, 'capped'));
+      throw evidenceError(access, field);
+    }
+    // 13, the resolve gate and 14 (claim: 11) under the record's lock, in one statement.
+    const done = await op.write(b, { ctx, access, id, field, def, premises, basedOn });
+    await recordOwnWrite(ctx, className, id, field, op.op, done);
+    return done;
+  }
+
   // The common case in one round trip: every check left is judged under the lock by
   // tryWrite, which writes nothing when one fails; the full transaction below then decides
   // the exact rejection (with its history row) under a fresh lock.
@@ -376,9 +402,7 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
   const applied = fast ? await ctx.db.tryWrite({ class: className, rid: id, ...fast, premises }) : null;
 
   const lockNames = [...new Set([field, ...premises.map((p) => p.field)])];
-  const result = op.direct
-    ? await op.direct(b, ctx, access, field, id)
-    : applied
+  const result = applied
       ? op.fast!.outcome(ctx, access, field, applied)
       : await ctx.db.write(className, id, lockNames, async (tx) => {
     const rejected = async (r: Rejection) => {
@@ -388,15 +412,7 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
     // Step 11 (HELD) is claim's alone, decided with the claim in one call (`direct`).
     if (evidenceMissing) {
       // 12
-      return rejected({
-        error: new SvcError(
-          'EVIDENCE_REQUIRED',
-          `Writes to field "${field}" of class "${className}" need \`evidence\`: say what the value is based on.`,
-          { record: access.record, field },
-        ),
-        outcome: 'evidence_required',
-        keep: 'capped',
-      });
+      return rejected({ error: evidenceError(access, field), outcome: 'evidence_required', keep: 'capped' });
     }
     const stale = op.stale?.(tx, b, access, field, def); // 13
     if (stale) return rejected(stale);
@@ -407,12 +423,69 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
     return op.apply!(tx, b, ctx, access, field, def, basedOn);
   });
   if (result instanceof SvcError) throw result;
-  // The writer knows the version it just wrote: later inferred premises start from it.
-  const written = op.op === 'append' ? result.body.seq : result.body.version;
-  if (op.op !== 'claim' && typeof written === 'number') {
+  await recordOwnWrite(ctx, className, id, field, op.op, result);
+  return result;
+}
+
+/** The writer knows the version it just wrote: later inferred premises start from it. */
+async function recordOwnWrite(ctx: Ctx, className: string, id: string, field: string, op: WriteOp<unknown>['op'], result: Outcome): Promise<void> {
+  const written = op === 'append' ? result.body.seq : result.body.version;
+  if (op !== 'claim' && typeof written === 'number') {
     await recordReads(ctx, className, [{ rid: id, field, version: written }]);
   }
-  return result;
+}
+
+function evidenceError(access: Access, field: string): SvcError {
+  return new SvcError(
+    'EVIDENCE_REQUIRED',
+    `Writes to field "${field}" of class "${access.cls.name}" need \`evidence\`: say what the value is based on.`,
+    { record: access.record, field },
+  );
+}
+
+/** How a write operation answers the rejections only it can meet (put: STALE and the resolve gate). */
+export interface OwnRejections {
+  stale?(r: Extract<WriteResult, { outcome: 'stale' }>): SvcError;
+  gate?(missing: string[]): SvcError;
+}
+
+/**
+ * A put or append decided and applied under the record's lock in one round trip
+ * (`Db.writeField`): the applied versions, or the rejection thrown as the spec's error (its
+ * history row already written by the same statement).
+ */
+export async function writeField(
+  t: WriteTarget,
+  req: WriteRequest,
+  own: OwnRejections,
+): Promise<{ version: number; record_version: number; created: boolean }> {
+  const r = await t.ctx.db.writeField(req);
+  switch (r.outcome) {
+    case 'applied':
+      return r;
+    case 'stale':
+      throw own.stale!(r);
+    case 'invalid_checkpoint':
+      throw own.gate!(r.missing);
+    case 'stale_premise':
+      throw premiseError(t, r);
+  }
+}
+
+/** 14 STALE_PREMISE: the premises that moved since the writer read them (a fence: or its lease is gone). */
+function premiseError(t: WriteTarget, r: Extract<WriteResult, { outcome: 'stale_premise' }>): SvcError {
+  const { moved } = r;
+  return new SvcError(
+    'STALE_PREMISE',
+    `The write rests on ${moved.map((m) => `"${m.field}"`).join(', ')}, which moved since you read ${moved.length > 1 ? 'them' : 'it'}${t.premises.some((p) => p.kind === 'fence') ? ' (or your lease on a fence premise is gone)' : ''}; re-read the record and decide again.`,
+    {
+      record: t.access.record,
+      field: t.field,
+      current_version: r.current_version,
+      current_author: r.current_author,
+      moved,
+    },
+  );
 }
 
 /**

@@ -10,7 +10,7 @@ import { basedOnSchema, bodyObject, issuesMessage, declareNoPremisesSchema, reso
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { byteLength, formatTime, KIB } from './format.js';
-import { canRead, runWrite, type Access, type Outcome, type Rejection, type WriteFacts, type WriteOp } from './pipeline.js';
+import { canRead, runWrite, writeField, type Access, type Outcome, type Rejection, type WriteFacts, type WriteOp } from './pipeline.js';
 import type { FieldDef } from './types.js';
 import { valueProblem } from './values.js';
 
@@ -155,21 +155,35 @@ const putOp: WriteOp<PutBody> = {
     const saved = new Set(await tx.checkpointRoles());
     const missing = required.filter((r) => !saved.has(r));
     if (missing.length === 0) return null;
-    return {
-      error: new SvcError(
-        'INVALID_CHECKPOINT',
-        `status may be set to resolved only after role(s) ${missing.map((m) => `"${m}"`).join(', ')} saved a checkpoint on this record (PUT .../checkpoint).`,
-        { field, record: access.record },
-      ),
-      outcome: null,
-      keep: 'none',
-    };
+    return { error: gateError(access, field, missing), outcome: null, keep: 'none' };
   },
 
   async apply(tx, b, ctx, access, field, def, basedOn): Promise<Outcome> {
     const version = (tx.fields.get(field)?.version ?? 0) + 1;
     const res = await tx.applyField({ ...fieldWrite(b, ctx, field, def, basedOn), version });
     return outcome(ctx, access, field, { ...res, version });
+  },
+
+  async write(b, t): Promise<Outcome> {
+    const { ctx, access, field, def } = t;
+    const done = await writeField(
+      t,
+      {
+        ...fieldWrite(b, ctx, field, def, t.basedOn),
+        class: access.cls.name,
+        rid: t.id,
+        op: 'put',
+        expected_version: b.expected_version,
+        expectVersion: b.soft ? null : b.expected_version,
+        premises: t.premises,
+        requiredCheckpoints: gated(b, access, field) ? (access.cls.spec.checkpoint?.requiredForResolve ?? []) : null,
+      },
+      {
+        stale: (r) => staleError(r.current ?? undefined, b, access, field, r.current_version),
+        gate: (missing) => gateError(access, field, missing),
+      },
+    );
+    return outcome(ctx, access, field, done);
   },
 
   fast: {
@@ -211,7 +225,16 @@ function outcome(ctx: Ctx, access: Access, field: string, res: { version: number
   };
 }
 
-function staleError(cur: FieldRow | undefined, b: PutBody, access: Parameters<typeof canRead>[0], field: string, current: number) {
+/** The resolve gate: INVALID_CHECKPOINT naming the roles that have not checkpointed. */
+function gateError(access: Access, field: string, missing: string[]): SvcError {
+  return new SvcError(
+    'INVALID_CHECKPOINT',
+    `status may be set to resolved only after role(s) ${missing.map((m) => `"${m}"`).join(', ')} saved a checkpoint on this record (PUT .../checkpoint).`,
+    { field, record: access.record },
+  );
+}
+
+function staleError(cur: Pick<FieldRow, 'value' | 'author' | 'evidence' | 'updated_at'> | undefined, b: PutBody, access: Parameters<typeof canRead>[0], field: string, current: number) {
   // A role that may write but not read the field learns only that it moved.
   const readable = canRead(access, field);
   return new SvcError(
@@ -230,6 +253,6 @@ function staleError(cur: FieldRow | undefined, b: PutBody, access: Parameters<ty
   );
 }
 
-export function put(ctx: Ctx, input: PutInput): Promise<Outcome> {
-  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, putOp);
+export function put(ctx: Ctx, input: PutInput, path: 'ts' | 'sql' = 'ts'): Promise<Outcome> {
+  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, putOp, path);
 }

@@ -26,6 +26,8 @@ import type {
   ClaimResult,
   ClaimWrite,
   TryWrite,
+  WriteRequest,
+  WriteResult,
   WriteTx,
 } from '../port.js';
 import { toStorageFault } from '../errors.js';
@@ -183,6 +185,12 @@ export const CLAIM = {
 export const TRY_WRITE = {
   name: 'kslate_try_write',
   text: 'select applied, version, record_version, created from kslate_try_write($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14)',
+};
+
+/** The put and append of migration 0010, named: decided and applied, or refused, in one statement. */
+export const WRITE = {
+  name: 'kslate_write',
+  text: 'select outcome, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing from kslate_write($1, $2, $3, $4, $5, $6, $7::jsonb, $8::text[], $9, $10, $11, $12, $13, $14, $15)',
 };
 
 function mapField(r: Record<string, unknown>): FieldRow {
@@ -577,6 +585,38 @@ export class PgDb implements Db, SweepDb, ChangeLog {
       const row = res.rows[0];
       if (!row?.applied) return null;
       return { version: Number(row.version), record_version: Number(row.record_version), created: row.created };
+    });
+  }
+
+  writeField(w: WriteRequest) {
+    return this.guard(async () => {
+      const res = await this.exec<WriteRow>(WRITE.name, WRITE.text, [
+        w.class,
+        w.rid,
+        w.field,
+        w.kind,
+        w.op,
+        w.expectVersion,
+        w.premises.length > 0 ? JSON.stringify(w.premises) : null,
+        w.requiredCheckpoints,
+        w.author,
+        w.identity_strength,
+        j(w.value),
+        w.evidence,
+        j(w.based_on),
+        j(w.invocation),
+        w.expected_version,
+      ]);
+      return writeResult(res.rows[0]);
+    });
+  }
+
+  saveCheckpoint(cls: string, rid: string, role: string, document: Record<string, unknown>, author: string) {
+    return this.guard(async () => {
+      const res = await sql<{ checkpoint_id: number; record_version: number }>`
+        select checkpoint_id, record_version from kslate_save_checkpoint(${cls}, ${rid}, ${role}, ${j(document)}, ${author})`.execute(this.kysely);
+      const r = res.rows[0];
+      return r ? { checkpoint_id: Number(r.checkpoint_id), record_version: Number(r.record_version) } : null;
     });
   }
 
@@ -1083,6 +1123,52 @@ class PgWriteTx implements WriteTx {
         record_version = excluded.record_version, author = excluded.author, saved_at = excluded.saved_at
       returning checkpoint_id`.execute(this.trx);
     return { checkpoint_id: Number(res.rows[0].checkpoint_id), record_version: rec.record_version };
+  }
+}
+
+/** A row of kslate_write (WRITE). */
+interface WriteRow {
+  outcome: 'applied' | 'stale' | 'stale_premise' | 'invalid_checkpoint';
+  version: number;
+  record_version: number | null;
+  created: boolean;
+  cur_author: string | null;
+  cur_value: unknown;
+  cur_evidence: string | null;
+  cur_updated_ms: number | null;
+  /** [field, your_version, current_version, current_author, current_evidence] per moved premise. */
+  moved: [string, number, number, string | null, string | null][] | null;
+  missing: string[] | null;
+}
+
+function writeResult(r: WriteRow): WriteResult {
+  switch (r.outcome) {
+    case 'applied':
+      return { outcome: 'applied', version: r.version, record_version: r.record_version!, created: r.created };
+    case 'stale':
+      return {
+        outcome: 'stale',
+        current_version: r.version,
+        current:
+          r.cur_updated_ms === null
+            ? null
+            : { value: r.cur_value, author: r.cur_author, evidence: r.cur_evidence, updated_at: new Date(r.cur_updated_ms) },
+      };
+    case 'stale_premise':
+      return {
+        outcome: 'stale_premise',
+        current_version: r.version,
+        current_author: r.cur_author,
+        moved: (r.moved ?? []).map(([field, your, current, author, evidence]) => ({
+          field,
+          your_version: your,
+          current_version: current,
+          current_author: author,
+          current_evidence: evidence,
+        })),
+      };
+    case 'invalid_checkpoint':
+      return { outcome: 'invalid_checkpoint', missing: r.missing ?? [] };
   }
 }
 
