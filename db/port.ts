@@ -131,42 +131,6 @@ export type HistoryMark = 'none' | 'premises' | 'all';
 export const HISTORY_MARKED_ROW = /\x1e([^\x1f]*)\x1f/g;
 
 /**
- * The new state of one field after an applied write. For an append field `value` is the new
- * entry (stored as entry `version`); for a task field it is ignored and `owner` and
- * `lease_expires_at` describe the lease (null after a release).
- */
-export interface FieldWrite {
-  field: string;
-  kind: string;
-  value: unknown;
-  version: number;
-  author: string;
-  identity_strength: string;
-  evidence: string | null;
-  based_on: StoredPremise[] | null;
-  invocation: Record<string, unknown> | null;
-  owner?: string | null;
-  lease_expires_at?: Date | null;
-  /** History row written with the change (outcome `applied`). */
-  history: Pick<HistoryInsert, 'op' | 'expected_version'>;
-}
-
-/**
- * The common write decided and applied in one round trip (`Db.tryWrite`): a put or append of a
- * value field whose only checks left after the gateway's own are the ones below, judged under
- * the record's lock. The new version is the field's current version + 1.
- */
-export interface TryWrite {
-  class: string;
-  rid: string;
-  write: Omit<FieldWrite, 'version' | 'owner' | 'lease_expires_at'> & { kind: 'versioned' | 'soft' | 'append' };
-  /** The field must be at this version (a versioned put's expected_version); null: no check. */
-  expectVersion: number | null;
-  /** Each must still hold: the field at that version; a fence, leased by the writer, unexpired. */
-  premises: readonly StoredPremise[];
-}
-
-/**
  * A put or append as `Db.writeField` decides and applies it under the record's lock in one
  * round trip (kslate_write, migration 0010): every check left after the gateway's own (STALE,
  * the resolve gate, STALE_PREMISE with fences) is judged there, in the order of the spec.
@@ -245,24 +209,6 @@ export interface ClaimResult {
   took_over_from: string | null;
 }
 
-/** A locked record inside a write transaction (checks from HELD onward run here). */
-export interface WriteTx {
-  /** The locked record, or null when it does not exist yet (creation is serialised). */
-  readonly record: { id: number; record_version: number } | null;
-  /** Current rows of the fields asked for when the transaction began. */
-  readonly fields: ReadonlyMap<string, FieldRow>;
-  /** The database clock at lock time: leases are judged by it so replicas agree. */
-  readonly dbNow: Date;
-  /** Apply a field write, raise record_version (creating the record) and add its history row. */
-  applyField(w: FieldWrite): Promise<{ record_version: number; created: boolean }>;
-  /** Add a rejection's history row; committed with the transaction. */
-  insertHistory(row: HistoryInsert): Promise<void>;
-  /** Roles that have saved a checkpoint on the locked record. */
-  checkpointRoles(): Promise<string[]>;
-  /** Save a role's checkpoint on the locked (existing) record; record_version is not raised. */
-  saveCheckpoint(role: string, document: Record<string, unknown>, author: string): Promise<{ checkpoint_id: number; record_version: number }>;
-}
-
 export interface CheckpointRow {
   checkpoint_id: number;
   document: Record<string, unknown>;
@@ -315,19 +261,8 @@ export interface Db {
   ): Promise<HistoryPage>;
   /** True when the record exists or any history row names it. */
   recordOrHistoryExists(cls: string, rid: string): Promise<boolean>;
-  /** A rejection decided before the write transaction (scope, identity): one statement. */
+  /** A rejection decided in the gateway, before the record's lock (scope, identity, evidence): one statement. */
   insertRejection(row: HistoryInsert): Promise<void>;
-  /**
-   * Run `fn` in one transaction holding the record's row lock (or, for a record that does
-   * not exist yet, a lock on its name), with the named fields read under that lock.
-   * A rejection returned by `fn` commits its history row; a throw rolls everything back.
-   */
-  write<T>(cls: string, rid: string, fieldNames: string[], fn: (tx: WriteTx) => Promise<T>): Promise<T>;
-  /**
-   * Apply `t` in one round trip when every check in it holds; null when any does not, having
-   * written nothing (the caller then runs `write`, which decides the exact answer).
-   */
-  tryWrite(t: TryWrite): Promise<{ version: number; record_version: number; created: boolean } | null>;
   /**
    * Decide and apply a put or append under the record's lock in one round trip: the applied
    * write, or the rejection (its history row written in the same statement).

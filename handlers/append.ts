@@ -6,7 +6,6 @@ import * as v from 'valibot';
 import { basedOnSchema, bodyObject, declareNoPremisesSchema, resolvePremises, lenientInvocation, lenientPremises, invocationSchema, parseWith, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
-import type { StoredPremise } from '../db/port.js';
 import { runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
 import { valueProblem } from './values.js';
 
@@ -83,54 +82,19 @@ const appendOp: WriteOp<AppendBody> = {
     return b.based_on ?? null;
   },
 
-  async apply(tx, b, ctx, access, field, def, basedOn): Promise<Outcome> {
-    const seq = (tx.fields.get(field)?.version ?? 0) + 1;
-    const res = await tx.applyField({ ...fieldWrite(b, ctx, field, basedOn), version: seq });
-    return outcome(ctx, access, field, { ...res, version: seq });
-  },
-
   async write(b, t): Promise<Outcome> {
     const { ctx, access, field } = t;
     const done = await writeField(
       t,
-      {
-        ...fieldWrite(b, ctx, field, t.basedOn),
-        class: access.cls.name,
-        rid: t.id,
-        op: 'append',
-        expected_version: null,
-        expectVersion: null,
-        premises: t.premises,
-        requiredCheckpoints: null,
-      },
+      { kind: 'append', op: 'append', value: b.entry, evidence: b.evidence, invocation: b.invocation, expectVersion: null, expected_version: null, requiredCheckpoints: null },
       {},
     );
     return outcome(ctx, access, field, done);
   },
-
-  fast: {
-    write: (b, ctx, _access, field, _def, basedOn) => ({ write: fieldWrite(b, ctx, field, basedOn), expectVersion: null }),
-    outcome,
-  },
 };
 
-export function append(ctx: Ctx, input: AppendInput, path: 'ts' | 'sql' = 'ts'): Promise<Outcome> {
-  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, appendOp, path);
-}
-
-/** The field write of an applied append, on either path; the seq is decided under the lock. */
-function fieldWrite(b: AppendBody, ctx: Ctx, field: string, basedOn: StoredPremise[] | null) {
-  return {
-    field,
-    kind: 'append' as const,
-    value: b.entry,
-    author: ctx.identity.author,
-    identity_strength: ctx.identity.strength,
-    evidence: b.evidence,
-    based_on: basedOn,
-    invocation: b.invocation,
-    history: { op: 'append' as const, expected_version: null },
-  };
+export function append(ctx: Ctx, input: AppendInput): Promise<Outcome> {
+  return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, appendOp);
 }
 
 function outcome(ctx: Ctx, access: Access, field: string, res: { version: number; record_version: number; created: boolean }): Outcome {

@@ -3,7 +3,7 @@
  * Kysely's `sql` tag where one statement does several things (the write path), so each
  * applied write is: lock (one select), apply (one statement), commit.
  */
-import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import pgUtils from 'pg/lib/utils.js';
 import type {
@@ -17,7 +17,6 @@ import type {
   Db,
   EntryRow,
   FieldRow,
-  FieldWrite,
   HistoryInsert,
   HistoryMark,
   RecordRow,
@@ -25,10 +24,8 @@ import type {
   SweepDb,
   ClaimResult,
   ClaimWrite,
-  TryWrite,
   WriteRequest,
   WriteResult,
-  WriteTx,
 } from '../port.js';
 import { toStorageFault } from '../errors.js';
 import * as sweepSql from './sweep.js';
@@ -137,7 +134,7 @@ export function createPool(opts: PgOptions): pg.Pool {
   const pool = new pg.Pool({
     ...poolConfig(opts),
     Client: TimeoutSafeClient,
-    // A write is one autocommitted statement (kslate_try_write): were the connection lost
+    // A write is one autocommitted statement (kslate_write, kslate_claim): were the connection lost
     // while the statement waits for a row lock (the process killed, the client ended after a
     // client-side timeout), the server would still commit it when the lock comes, unseen.
     // With this (PostgreSQL 14+) the backend checks its client every second while it runs or
@@ -176,15 +173,6 @@ const j = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
 export const CLAIM = {
   name: 'kslate_claim',
   text: 'select outcome, version, record_version, created, owner, lease_expires_ms, took_over_from from kslate_claim($1, $2, $3, $4, $5, $6, $7)',
-};
-
-/**
- * Hot statements go to the pool as named prepared statements (parsed and planned once per
- * connection, then only bound and executed); Kysely sends every statement unnamed.
- */
-export const TRY_WRITE = {
-  name: 'kslate_try_write',
-  text: 'select applied, version, record_version, created from kslate_try_write($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14)',
 };
 
 /** The put and append of migration 0010, named: decided and applied, or refused, in one statement. */
@@ -244,7 +232,7 @@ function unpackField(a: unknown[]): FieldRow {
 function fieldColumns(value: ReturnType<typeof sql> = sql`f.value`) {
   return sql`f.name, f.kind, ${value} as value, f.version, f.record_version, f.author, f.identity_strength, f.evidence,
    f.based_on, f.invocation, f.updated_at, f.owner, f.lease_expires_at, f.lease_lapsed,
-   (f.owner is not null and f.lease_expires_at > now()) as lease_held`;
+   kslate_lease_held(f.owner, f.lease_expires_at, now()) as lease_held`;
 }
 
 /** What a rendered row costs beyond its texts (keys, author, timestamps): a byte budget also bounds row counts. */
@@ -356,7 +344,7 @@ export class PgDb implements Db, SweepDb, ChangeLog {
           (select coalesce(json_agg(json_build_array(
               x.name, x.kind, case when x.fits then x.value end, x.version, x.record_version, x.author, x.identity_strength,
               x.evidence, x.based_on, x.invocation, ${epochMs(sql`x.updated_at`)}, x.owner, ${epochMs(sql`x.lease_expires_at`)},
-              x.lease_lapsed, (x.owner is not null and x.lease_expires_at > now()), x.sz, x.fits) order by x.name), '[]')::text
+              x.lease_lapsed, kslate_lease_held(x.owner, x.lease_expires_at, now()), x.sz, x.fits) order by x.name), '[]')::text
            from (select f.*, ${FIELD_BYTES} as sz, sum(${FIELD_BYTES}) over () <= ${opts.maxBytes} as fits
                  from fields f
                  where ${recordFields(names)}) x) as fields
@@ -446,7 +434,7 @@ export class PgDb implements Db, SweepDb, ChangeLog {
                 || case when x.kind = 'task' and (x.lease_lapsed or (x.owner <> '' and not x.held)) then ',"lease_lapsed":true' else '' end
                 || '}', ',' order by x.name), '') || '}'
             end
-           from (select f.*, coalesce(f.owner is not null and f.lease_expires_at > now(), false) as held,
+           from (select f.*, kslate_lease_held(f.owner, f.lease_expires_at, now()) as held,
                    f.kind <> 'append'
                      and (f.based_on is null or jsonb_typeof(f.based_on) in ('array', 'null'))
                      and (f.invocation is null or json_typeof(f.invocation) in ('object', 'array', 'null')) as plain,
@@ -555,36 +543,7 @@ export class PgDb implements Db, SweepDb, ChangeLog {
 
   insertRejection(row: HistoryInsert) {
     return this.guard(async () => {
-      await insertHistory(this.kysely, row, null);
-    });
-  }
-
-  tryWrite(t: TryWrite) {
-    return this.guard(async () => {
-      const w = t.write;
-      const res = await this.exec<{ applied: boolean; version: number; record_version: number; created: boolean }>(
-        TRY_WRITE.name,
-        TRY_WRITE.text,
-        [
-          t.class,
-          t.rid,
-          w.field,
-          w.kind,
-          t.expectVersion,
-          t.premises.length > 0 ? JSON.stringify(t.premises) : null,
-          w.author,
-          w.identity_strength,
-          j(w.value),
-          w.evidence,
-          j(w.based_on),
-          j(w.invocation),
-          w.history.op,
-          w.history.expected_version ?? null,
-        ],
-      );
-      const row = res.rows[0];
-      if (!row?.applied) return null;
-      return { version: Number(row.version), record_version: Number(row.record_version), created: row.created };
+      await insertRejection(this.kysely, row);
     });
   }
 
@@ -643,16 +602,6 @@ export class PgDb implements Db, SweepDb, ChangeLog {
       };
       return out;
     });
-  }
-
-  write<T>(cls: string, rid: string, fieldNames: string[], fn: (tx: WriteTx) => Promise<T>): Promise<T> {
-    return this.guard(() =>
-      this.kysely.transaction().execute(async (trx) => {
-        const locked = await lockRecord(trx, cls, rid, fieldNames);
-        const tx = new PgWriteTx(trx, cls, rid, locked.record, locked.fields, locked.dbNow);
-        return fn(tx);
-      }),
-    );
   }
 
   listClasses() {
@@ -993,7 +942,7 @@ export function queryRecordsStatement(cls: string, filters: QueryFilter[], opts:
   const cond = (f: QueryFilter, alias: string) => {
     const a = sql.raw(alias);
     if (f.owner !== undefined) {
-      return sql`${a}.name = ${f.field} and ${a}.owner = ${f.owner} and ${a}.lease_expires_at > now()`;
+      return sql`${a}.name = ${f.field} and ${a}.owner = ${f.owner} and kslate_lease_held(${a}.owner, ${a}.lease_expires_at, now())`;
     }
     return sql`(${sql.join(
       (f.values ?? []).map((v) => sql`(${valueCond(a, f.field, v)})`),
@@ -1023,107 +972,6 @@ export function queryRecordsStatement(cls: string, filters: QueryFilter[], opts:
         select r.id, r.rid, r.record_version from records r
         where r.class = ${cls} and r.id > ${opts.afterId}
         order by r.id limit ${opts.limit}`;
-}
-
-async function lockRecord(trx: Transaction<any>, cls: string, rid: string, fieldNames: string[]) {
-  // One round trip (migration 0002): the row lock (or the creation lock), then the fields
-  // read with a snapshot taken after the lock is held.
-  const res = await sql<Record<string, unknown>>`
-    select * from kslate_lock_record(${cls}, ${rid}, ${fieldNames}::text[])`.execute(trx);
-  const fields = new Map<string, FieldRow>();
-  const first = res.rows[0];
-  for (const row of res.rows) if (row.name !== null) fields.set(row.name as string, mapField(row));
-  const record = first.rec_id === null ? null : { id: Number(first.rec_id), record_version: Number(first.rec_version) };
-  return { record, fields, dbNow: first.db_now as Date };
-}
-
-class PgWriteTx implements WriteTx {
-  constructor(
-    private readonly trx: Transaction<any>,
-    private readonly cls: string,
-    private readonly rid: string,
-    public record: { id: number; record_version: number } | null,
-    readonly fields: ReadonlyMap<string, FieldRow>,
-    readonly dbNow: Date,
-  ) {}
-
-  async applyField(w: FieldWrite) {
-    const created = this.record === null;
-    // One statement: raise (or create) the record, upsert the field, add the history row
-    // (its log position is the record's, migration 0007).
-    const rec = created
-      ? sql`insert into records (class, rid, record_version, log_tx) values (${this.cls}, ${this.rid}, 1, pg_current_xact_id())
-            returning id, record_version, log_tx`
-      : sql`update records set record_version = record_version + 1, last_write_at = now(),
-                               log_tx = greatest(log_tx, pg_current_xact_id())
-            where id = ${this.record!.id} returning id, record_version, log_tx`;
-    // Each text is sent once (the `p` row) and measured there: `bytes` lets reads cut a page
-    // at its byte budget without de-TOASTing values (migration 0003). Only versioned and soft
-    // fields keep their value on the field row; an append field's value is its new entry
-    // row, a task field's state is its lease.
-    const keepsValue = w.kind === 'versioned' || w.kind === 'soft';
-    const entry =
-      w.kind === 'append'
-        ? sql`, e as (
-            insert into entries (record_id, field, seq, value, author, identity_strength, evidence, based_on, invocation, bytes)
-            select r.id, ${w.field}, ${w.version}, p.v::json, ${w.author}, ${w.identity_strength},
-                   p.ev, p.bo::jsonb, p.inv::json, p.vbytes + p.mbytes
-            from r, p)`
-        : sql``;
-    const res = await sql<{ id: number; record_version: number }>`
-      with p as (${paramsRow(w.kind === 'task' ? null : j(w.value), w.evidence, j(w.based_on), j(w.invocation))}),
-      r as (${rec}),
-      f as (
-        insert into fields (record_id, class, name, kind, value, version, record_version, author,
-                            identity_strength, evidence, based_on, invocation, updated_at, owner, lease_expires_at, bytes)
-        select r.id, ${this.cls}, ${w.field}, ${w.kind}, ${keepsValue ? sql`p.v::json` : sql`null::json`}, ${w.version}, r.record_version,
-               ${w.author}, ${w.identity_strength}, p.ev, p.bo::jsonb,
-               p.inv::json, now(), ${w.owner ?? null}, ${w.lease_expires_at ?? null}::timestamptz,
-               ${keepsValue ? sql`p.vbytes + p.mbytes` : sql`p.mbytes`}
-        from r, p
-        on conflict (record_id, name) do update set
-          value = excluded.value, version = excluded.version, record_version = excluded.record_version,
-          author = excluded.author, identity_strength = excluded.identity_strength,
-          evidence = excluded.evidence, based_on = excluded.based_on, invocation = excluded.invocation,
-          updated_at = excluded.updated_at, owner = excluded.owner, lease_expires_at = excluded.lease_expires_at,
-          lease_lapsed = false, bytes = excluded.bytes
-      )${entry},
-      h as (
-        insert into history (class, rid, field, op, version, record_version, value, author, identity_strength,
-                             evidence, expected_version, based_on, invocation, outcome, bytes, tx)
-        select ${this.cls}, ${this.rid}, ${w.field}, ${w.history.op}, ${w.version}, r.record_version,
-               p.v::json, ${w.author}, ${w.identity_strength}, p.ev,
-               ${w.history.expected_version ?? null}, p.bo::jsonb, p.inv::json, 'applied', p.vbytes + p.mbytes,
-               r.log_tx
-        from r, p
-      )
-      select id, record_version from r`.execute(this.trx);
-    const row = res.rows[0];
-    this.record = { id: Number(row.id), record_version: Number(row.record_version) };
-    return { record_version: Number(row.record_version), created };
-  }
-
-  async insertHistory(row: HistoryInsert) {
-    await insertHistory(this.trx, row, this.record ? this.record.record_version : null);
-  }
-
-  async checkpointRoles() {
-    if (!this.record) return [];
-    const res = await sql<{ role: string }>`select role from checkpoints where record_id = ${this.record.id}`.execute(this.trx);
-    return res.rows.map((r) => r.role);
-  }
-
-  async saveCheckpoint(role: string, document: Record<string, unknown>, author: string) {
-    const rec = this.record!;
-    const res = await sql<{ checkpoint_id: number }>`
-      insert into checkpoints (record_id, role, checkpoint_id, document, record_version, author, saved_at)
-      values (${rec.id}, ${role}, 1, ${j(document)}::json, ${rec.record_version}, ${author}, now())
-      on conflict (record_id, role) do update set
-        checkpoint_id = checkpoints.checkpoint_id + 1, document = excluded.document,
-        record_version = excluded.record_version, author = excluded.author, saved_at = excluded.saved_at
-      returning checkpoint_id`.execute(this.trx);
-    return { checkpoint_id: Number(res.rows[0].checkpoint_id), record_version: rec.record_version };
-  }
 }
 
 /** A row of kslate_write (WRITE). */
@@ -1251,36 +1099,15 @@ async function latestEntries(db: Kysely<any>, recordIds: number[], names: string
 }
 
 /**
- * Insert one history row. `recordVersion` null means "look it up": a rejected write carries
- * the record version only when the record already existed.
+ * A rejection's history row decided in the gateway (kslate_add_history, migration 0010): the
+ * record version is the record's when refused, absent when the record does not exist.
  */
-async function insertHistory(db: Kysely<any>, row: HistoryInsert, recordVersion: number | null) {
+async function insertRejection(db: Kysely<any>, row: HistoryInsert) {
   const v = row.value;
-  const value = v.kind === 'whole' ? j(v.value) : null;
-  const size = v.kind === 'digest' ? v.size : null;
-  const digest = v.kind === 'digest' ? v.sha256 : null;
-  const rv =
-    recordVersion !== null
-      ? sql`${recordVersion}::bigint`
-      : sql`(select record_version from records where class = ${row.class} and rid = ${row.rid})`;
   await sql`
-    with p as (${paramsRow(value, row.evidence ?? null, j(row.based_on ?? null), j(row.invocation ?? null))})
-    insert into history (class, rid, field, op, version, record_version, value, value_size, value_sha256, author,
-                         identity_strength, evidence, expected_version, based_on, invocation, outcome, bytes)
-    select ${row.class}, ${row.rid}, ${row.field}, ${row.op}, ${row.version ?? null}, ${rv}, p.v::json,
-           ${size}, ${digest}, ${row.author}, ${row.identity_strength}, p.ev,
-           ${row.expected_version ?? null}, p.bo::jsonb, p.inv::json, ${row.outcome}, p.vbytes + p.mbytes
-    from p`.execute(db);
-}
-
-/**
- * The texts of one write as a one-row CTE: each is sent once however often the statement
- * uses it, and measured there. `vbytes` is the value's UTF-8 size, `mbytes` that of the
- * rest (evidence, based_on, invocation): together the `bytes` of migration 0003.
- */
-function paramsRow(value: string | null, evidence: string | null, basedOn: string | null, invocation: string | null) {
-  return sql`
-    select t.v, t.ev, t.bo, t.inv, coalesce(octet_length(t.v), 0) as vbytes,
-           coalesce(octet_length(t.ev), 0) + coalesce(octet_length(t.bo), 0) + coalesce(octet_length(t.inv), 0) as mbytes
-    from (select ${value}::text as v, ${evidence}::text as ev, ${basedOn}::text as bo, ${invocation}::text as inv) t`;
+    select kslate_add_history(${row.class}, ${row.rid}, ${row.field}, ${row.op}, ${row.outcome}, ${row.version ?? null}::bigint,
+      (select record_version from records where class = ${row.class} and rid = ${row.rid}),
+      ${v.kind === 'whole' ? j(v.value) : null}, ${v.kind === 'digest' ? v.size : null}::integer, ${v.kind === 'digest' ? v.sha256 : null},
+      ${row.author}, ${row.identity_strength}, ${row.evidence ?? null}, ${row.expected_version ?? null}::bigint,
+      ${j(row.based_on ?? null)}, ${j(row.invocation ?? null)}, null)`.execute(db);
 }
