@@ -4,7 +4,7 @@
  * mirror the gateway's (db/kysely: kslate_write, readRecord), named as it names them; on an
  * older schema, the write path that schema had.
  *
- * Mirrored by hand: when db/kysely/index.ts changes what it sends, change this file too. The
+ * Mirrored by hand: when db/kysely/ (writes.ts, record.ts) changes what it sends, change this file too. The
  * harness checks it each run (bench/lib/plans.mjs compares the statements the gateway sent,
  * caught with auto_explain, with `rawStatements`) and warns when they differ. The lock step
  * follows the schema: kslate_lock_record() (migration 0002) when the database has it, else the
@@ -71,7 +71,7 @@ const READ_FIELDS = `select ${FIELD_COLUMNS.replace('f.value,', `case when sum($
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 // Migration 0005: the whole applied write in one autocommitted statement, named (TRY_WRITE in
-// db/kysely/index.ts); a version mismatch writes nothing and answers applied = false.
+// the gateway before migration 0010); a version mismatch writes nothing and answers applied = false.
 const TRY_WRITE = {
   name: 'kslate_try_write',
   text: 'select applied, version, record_version, created from kslate_try_write($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14)',
@@ -94,7 +94,7 @@ const READ_ONE = {
 };
 
 // Migration 0010: every put decided and applied (or refused) in one autocommitted statement,
-// named (WRITE in db/kysely/index.ts).
+// named (WRITE in db/kysely/writes.ts).
 const WRITE = {
   name: 'kslate_write',
   text: 'select outcome, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing from kslate_write($1, $2, $3, $4, $5, $6, $7::jsonb, $8::text[], $9, $10, $11, $12, $13, $14, $15)',
