@@ -246,7 +246,32 @@ export interface ClassUpsert {
   spec: unknown;
 }
 
-export interface Db {
+/** A new console session (migration 0009, docs/console.md): `id` is the SHA-256 of the cookie's secret. */
+export interface NewConsoleSession {
+  id: string;
+  author: string;
+  /** The credential, sealed under a key only the cookie's secret gives. */
+  sealed: string;
+  ttlSeconds: number;
+  /** The author's live sessions kept, this one included; older ones (and expired ones) are deleted. */
+  maxPerAuthor: number;
+}
+
+export interface ConsoleSession {
+  author: string;
+  sealed: string;
+  expiresAt: Date;
+}
+
+/** The web console's sign-in sessions, shared by every replica. */
+export interface ConsoleSessions {
+  createConsoleSession(s: NewConsoleSession): Promise<void>;
+  /** The session with this id unless it expired (database clock); null otherwise. */
+  readConsoleSession(id: string): Promise<ConsoleSession | null>;
+  deleteConsoleSession(id: string): Promise<void>;
+}
+
+export interface Db extends ConsoleSessions {
   /** Read a record with the named fields, bounded by `maxBytes` (see ReadRecordOptions). */
   readRecord(cls: string, rid: string, opts: ReadRecordOptions): Promise<RecordRow | null>;
   /**
@@ -330,6 +355,8 @@ export interface SweepDb {
   listClasses(): Promise<ClassRow[]>;
   applyClasses(live: ClassUpsert[], refused: { name: string; reason: string }[], markGone: boolean): Promise<void>;
   pruneReadSets(windowSeconds: number): Promise<number>;
+  /** Delete up to `limit` expired console sessions; returns how many. */
+  purgeConsoleSessions(limit: number): Promise<number>;
   /**
    * Take (or renew) the named lease for `ttlSeconds` when it is free, expired or already
    * `holder`'s; false when someone else holds it.

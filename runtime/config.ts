@@ -47,6 +47,8 @@ export interface Config {
   devPgPort: number;
   /** Serve the read-only web console at /ui on the API port (docs/console.md). */
   ui: boolean;
+  /** How long a console sign-in session lives (docs/console.md "Sessions"). */
+  uiSessionTtlMs: number;
   /** Watch streams (docs/watch.md): the change log's poll interval, heartbeats, limits and retained window. */
   watchPollMs: number;
   watchHeartbeatMs: number;
@@ -105,7 +107,7 @@ export const FLAGS: Record<string, FlagSpec> = {
   'oidc-jwks-url': { env: 'KSLATE_OIDC_JWKS_URL', help: 'oidc provider: the JWKS URL, instead of discovery' },
   'oidc-username-claim': { env: 'KSLATE_OIDC_USERNAME_CLAIM', help: 'oidc provider: the claim naming the caller', default: 'sub' },
   'k8s-audience': { env: 'KSLATE_K8S_AUDIENCE', help: 'audience a k8s-sa token must be issued for', default: 'kslate' },
-  'trust-proxy': { env: 'KSLATE_TRUST_PROXY', help: 'number of proxy hops to trust for the client address', default: '0' },
+  'trust-proxy': { env: 'KSLATE_TRUST_PROXY', help: 'number of proxy hops to trust for the client address (X-Forwarded-For) and scheme (X-Forwarded-Proto)', default: '0' },
   'log-level': { env: 'KSLATE_LOG_LEVEL', help: 'debug, info, warn or error', default: 'info' },
   'drain-timeout': {
     env: 'KSLATE_DRAIN_TIMEOUT',
@@ -123,6 +125,11 @@ export const FLAGS: Record<string, FlagSpec> = {
     default: '10',
   },
   ui: { env: 'KSLATE_UI', help: 'serve the read-only web console at /ui on the API port (true or false)', default: 'true' },
+  'ui-session-ttl': {
+    env: 'KSLATE_UI_SESSION_TTL',
+    help: 'how long a console sign-in lasts before the person must sign in again (at most 720h)',
+    default: '8h',
+  },
   'watch-poll-interval': {
     env: 'KSLATE_WATCH_POLL_INTERVAL',
     help: 'how often the gateway reads the change log while watch streams are open',
@@ -235,6 +242,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   }
   const ui = raw('ui') ?? 'true';
   if (ui !== 'true' && ui !== 'false') throw new ConfigError(`--ui (KSLATE_UI) must be true or false; got "${ui}".`);
+  const uiSessionTtlMs = duration('ui-session-ttl', '8h or 30m');
+  if (uiSessionTtlMs < 1000 || uiSessionTtlMs > 720 * 3600_000) {
+    throw new ConfigError(`--ui-session-ttl (KSLATE_UI_SESSION_TTL) must be from 1s to 720h (30 days); got "${raw('ui-session-ttl')}".`);
+  }
   return {
     databaseUrl: raw('database-url') || undefined,
     listenHost: m[1].replace(/^\[(.*)\]$/, '$1'),
@@ -266,6 +277,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     dbPoolSize: int('db-pool-size', 1, 1000),
     devPgPort: int('dev-pg-port', 1, 65535),
     ui: ui === 'true',
+    uiSessionTtlMs,
     watchPollMs: duration('watch-poll-interval', '100ms'),
     watchHeartbeatMs: duration('watch-heartbeat', '15s'),
     watchMaxStreams: int('watch-max-streams', 1, 1_000_000),

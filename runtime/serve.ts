@@ -94,7 +94,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
   );
   let api: { server: Server; port: number };
   try {
-    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, sessions: mcpSessions }, ui: cfg.ui }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
+    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, sessions: mcpSessions }, ui: cfg.ui && { ttlMs: cfg.uiSessionTtlMs } }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
   } catch (e) {
     throw await abandon(portInUse(e, cfg.listenPort, 'API port: --listen / KSLATE_LISTEN'));
   }

@@ -5,9 +5,10 @@
  * handler types, and everything that talks to a cluster comes in through `deps`.
  *
  * Steps, in order: reconcile classes; mirror roles; expire records (then purge their
- * history and entries); flag lapsed leases; prune read sets; refresh the gauges. A lease
- * row (migration 0004) makes a concurrent sweep a no-op (`ran: false`). Each step's failure
- * is logged and reported, and the later steps still run.
+ * history and entries); flag lapsed leases; prune read sets; delete expired console
+ * sessions; refresh the gauges. A lease row (migration 0004) makes a concurrent sweep a
+ * no-op (`ran: false`). Each step's failure is logged and reported, and the later steps
+ * still run.
  */
 import type { ClassRow, SweepDb, WorkerGauges } from '../db/port.js';
 import { parseDuration } from '../handlers/class-schema.js';
@@ -61,7 +62,7 @@ export interface SweepDeps {
 }
 
 /** The steps, in the order they run. */
-export const SWEEP_STEPS = ['classes', 'roles', 'expire', 'leases', 'read sets', 'gauges'] as const;
+export const SWEEP_STEPS = ['classes', 'roles', 'expire', 'leases', 'read sets', 'sessions', 'gauges'] as const;
 export type SweepStep = (typeof SWEEP_STEPS)[number];
 
 export interface SweepOptions {
@@ -84,6 +85,8 @@ export interface SweepReport {
   leases?: { flagged: number; more: boolean };
   /** Read-set entries and scope owners deleted because they outlived the inference window. */
   prunedReads?: number;
+  /** Expired console sessions deleted (docs/console.md). */
+  sessions?: { purged: number; more: boolean };
   gauges?: WorkerGauges;
   errors: { step: string; message: string }[];
   /** How long each step that ran took (ms). */
@@ -182,6 +185,17 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
     await step('read sets', async () => {
       report.prunedReads = await db.pruneReadSets(INFERENCE_WINDOW_SECONDS);
     });
+    await step('sessions', async () => {
+      const sessions = { purged: 0, more: false };
+      report.sessions = sessions;
+      for (let first = true; first || inBudget(); first = false) {
+        if (stopped()) break;
+        const n = await db.purgeConsoleSessions(PURGE_BATCH);
+        sessions.purged += n;
+        sessions.more = n === PURGE_BATCH;
+        if (!sessions.more) break;
+      }
+    });
     await step('gauges', async () => {
       if (classes.length === 0) classes = await db.listClasses();
       const roles = classes.flatMap((c) =>
@@ -214,6 +228,7 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
     leases_flagged: report.leases?.flagged,
     leases_lapsed: report.gauges?.leasesLapsed,
     read_sets_pruned: report.prunedReads,
+    sessions_purged: report.sessions?.purged,
     errors: report.errors.length || undefined,
     step_ms: report.stepMs,
   });
@@ -233,6 +248,7 @@ function summary(r: SweepReport): string {
   }
   if (r.leases) parts.push(`leases ${r.leases.flagged} newly lapsed${r.leases.more ? ', more next sweep' : ''}`);
   if (r.prunedReads !== undefined) parts.push(`read sets ${r.prunedReads} pruned`);
+  if (r.sessions) parts.push(`console sessions ${r.sessions.purged} expired${r.sessions.more ? ', more next sweep' : ''}`);
   if (r.gauges) parts.push(`gauges refreshed (${r.gauges.leasesLapsed} lapsed leases)`);
   const tail = r.errors.length ? `; ${r.errors.length} step(s) failed: ${r.errors.map((e) => e.step).join(', ')}` : '';
   return `sweep ${r.aborted ? 'stopped early' : 'done'} in ${r.durationMs} ms: ${parts.join('; ') || 'nothing to do'}${tail}`;

@@ -55,6 +55,7 @@ export const ValuesSchema = v.pipe(v.strictObject({
     metricsPort: port('Port of /metrics, /readyz and /healthz.'),
     identity: v.pipe(v.string(), v.regex(IDENTITY), describe('Identity providers in order, comma-separated: k8s-sa, oidc, apikey.')),
     ui: flag('Serve the read-only web console at /ui on the API port (--ui); false turns it off.'),
+    uiSessionTtl: v.pipe(v.string(), v.regex(GO_DURATION), describe('How long a console sign-in lasts (--ui-session-ttl), a Go duration from 1s to 720h such as 8h.')),
     k8sAudience: nonEmpty('The audience a k8s-sa token must be issued for (the agents\' projected token audience).'),
     apikeysSecret: text('An existing Secret holding the API key file; required when identity includes apikey.'),
     apikeysSecretKey: nonEmpty('The key of apikeysSecret that holds the API key file.'),

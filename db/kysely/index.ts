@@ -7,6 +7,7 @@
  *   query.ts       query by field values                writes.ts      every write, one statement each
  *   classes.ts     classes and kslate_meta              read-sets.ts   read sets and scope owners
  *   change-log.ts  what the watch streams read          sweep.ts       the worker's sweep
+ *   sessions.ts    the web console's sessions
  *
  * PgDb only binds them to one pool and turns driver faults into a StorageFault. Why Kysely,
  * and where its query builder is used rather than SQL text: docs/decisions.md.
@@ -20,6 +21,7 @@ import type {
   HistoryInsert,
   HistoryMark,
   LogPosition,
+  NewConsoleSession,
   QueryFilter,
   ReadRecordOptions,
   RoleSubjects,
@@ -34,6 +36,7 @@ import * as history from './history.js';
 import * as query from './query.js';
 import * as readSets from './read-sets.js';
 import * as record from './record.js';
+import * as sessions from './sessions.js';
 import * as sweep from './sweep.js';
 import * as writes from './writes.js';
 
@@ -179,5 +182,23 @@ export class PgDb implements Db, SweepDb, ChangeLog {
 
   gauges(classList: string[], roles: RoleSubjects[]) {
     return this.guard(() => sweep.gauges(this.kysely, classList, roles));
+  }
+
+  // ---- the web console's sessions (migration 0009) --------------------------------------
+
+  createConsoleSession(s: NewConsoleSession) {
+    return this.guard(() => sessions.createConsoleSession(this.kysely, s));
+  }
+
+  readConsoleSession(id: string) {
+    return this.guard(() => sessions.readConsoleSession(this.kysely, id));
+  }
+
+  deleteConsoleSession(id: string) {
+    return this.guard(() => sessions.deleteConsoleSession(this.kysely, id));
+  }
+
+  purgeConsoleSessions(limit: number) {
+    return this.guard(() => sessions.purgeConsoleSessions(this.kysely, limit));
   }
 }

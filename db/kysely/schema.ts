@@ -139,6 +139,15 @@ export interface ExpiredRecordsTable {
   expired_at: Defaulted<Date>;
 }
 
+export interface ConsoleSessionsTable {
+  /** The SHA-256 of the cookie's secret (migration 0009). */
+  id: string;
+  author: string;
+  sealed: string;
+  created_at: Defaulted<Date>;
+  expires_at: Date;
+}
+
 export interface Database {
   records: RecordsTable;
   fields: FieldsTable;
@@ -151,4 +160,5 @@ export interface Database {
   kslate_meta: MetaTable;
   sweep_lease: SweepLeaseTable;
   expired_records: ExpiredRecordsTable;
+  console_sessions: ConsoleSessionsTable;
 }

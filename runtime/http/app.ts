@@ -16,13 +16,14 @@ import { serveWatch } from './watch-sse.js';
 import { requestIdFrom, requestMeta, type AppEnv, type PeerAddress } from './env.js';
 import { OPENAPI_PATH, serveOpenApi } from './openapi.js';
 import { mountConsole } from '../ui/console.js';
+import type { SessionOptions } from '../ui/session.js';
 
 /**
  * The HTTP/JSON and MCP app over any runtime's services; `peer` gives the client's address,
  * `readiness` answers /readyz; `opts.mcp` is what a runtime changes about MCP (Workers: the
  * JSON-schema validator).
  */
-export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOptions; ui?: boolean } = {}): Hono<AppEnv> {
+export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOptions; ui?: boolean | SessionOptions } = {}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   // Every request: an id (X-Request-Id, echoed back) and one access-log line at info with
@@ -74,7 +75,7 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
   app.get(OPENAPI_PATH, etag(), serveOpenApi);
   route('GET', OPENAPI_PATH);
   // The read-only web console (docs/console.md), unless --ui=false.
-  if (opts.ui) mountConsole(app, s, peer);
+  if (opts.ui) mountConsole(app, s, peer, opts.ui === true ? undefined : opts.ui);
 
   // A known path with another method: 405 with Allow (registered last, so it runs only
   // when no route of the path took the method).

@@ -69,8 +69,8 @@ dl.meta dd { margin: 0; overflow-wrap: anywhere; }
 
 /**
  * Progressive enhancement: every page works without it. It ticks the lease countdowns the
- * server rendered as text, and is where the record page's live update will subscribe to the
- * watch stream (the seam is `data-watch`, see docs/console.md).
+ * server rendered as text, and keeps an open record page current from the record's watch
+ * stream (docs/console.md, "Live updates").
  */
 const JS = `'use strict';
 (function () {
@@ -91,30 +91,53 @@ const JS = `'use strict';
       else out.textContent = fmt(left);
     }
   }
-  if (document.querySelector('[data-expires]')) { tick(); setInterval(tick, 1000); }
-
-  // Live seam (issue 17 after the watch stream, issue 16): when the server marks the record
-  // page with data-watch (the URL of a same-origin, cookie-authenticated SSE route), each
-  // "change" event (docs/watch.md: {field, op, version, value?, author, ...}) updates that
-  // field's row in place. The server sets no data-watch until that route exists.
   var main = document.querySelector('main[data-watch]');
-  if (main && typeof EventSource === 'function') {
-    var es = new EventSource(main.getAttribute('data-watch'));
-    es.addEventListener('change', function (ev) {
-      var c;
-      try { c = JSON.parse(ev.data); } catch (e) { return; }
-      var row = document.querySelector('tr[data-field="' + CSS.escape(String(c.field)) + '"]');
-      var note = document.getElementById('live-note');
-      if (note) { note.hidden = false; note.textContent = 'Live: ' + c.field + ' changed (' + c.op + ' by ' + c.author + '), record version ' + c.record_version + '.'; }
-      if (!row) return;
-      var set = function (k, v) { var el = row.querySelector('[data-k="' + k + '"]'); if (el && v !== undefined) el.textContent = typeof v === 'string' ? v : JSON.stringify(v, null, 2); };
-      if (c.op === 'put') set('value', c.value);
-      set('version', String(c.version));
-      set('author', c.author);
-      set('identity_strength', c.identity_strength);
-    });
-    es.addEventListener('end', function () { es.close(); });
+  // A live page may gain a lease after it loaded: it ticks whatever it holds.
+  if (main || document.querySelector('[data-expires]')) { tick(); setInterval(tick, 1000); }
+  if (!main || typeof EventSource !== 'function') return;
+
+  // Live: the record page's watch stream (a same-origin, cookie-authenticated SSE route).
+  // A change is not patched into the page here: the page itself is fetched again and its
+  // [data-live] parts (record version, fields, checkpoints) replace the ones shown, so the
+  // page reads exactly as a reload would (every field's value, evidence, premises and
+  // invocation, new fields, "changed since" of each checkpoint), rendered by the server
+  // alone. One fetch at a time; changes that arrive meanwhile are folded into one more.
+  var note = document.getElementById('live-note');
+  var say = function (text) { if (note) { note.hidden = false; note.textContent = text; } };
+  var es = new EventSource(main.getAttribute('data-watch'));
+  var busy = false, again = false, stopped = false;
+  function stop(text) { stopped = true; es.close(); say(text); }
+  function refresh() {
+    if (busy) { again = true; return; }
+    busy = true; again = false;
+    fetch(location.href, { credentials: 'same-origin', cache: 'no-store', headers: { accept: 'text/html' } })
+      .then(function (res) {
+        if (!res.ok) throw new Error('the page answered ' + res.status);
+        return res.text();
+      })
+      .then(function (html) {
+        if (stopped) return;
+        var fresh = new DOMParser().parseFromString(html, 'text/html');
+        var parts = document.querySelectorAll('[data-live]');
+        for (var i = 0; i < parts.length; i++) {
+          var next = fresh.querySelector('[data-live="' + parts[i].getAttribute('data-live') + '"]');
+          if (next) parts[i].replaceWith(document.importNode(next, true));
+        }
+      })
+      .catch(function (e) { stop('Live updates stopped: ' + e.message + '. Reload the page.'); })
+      .then(function () { busy = false; if (again && !stopped) refresh(); });
   }
+  es.addEventListener('change', function (ev) {
+    var c;
+    try { c = JSON.parse(ev.data); } catch (e) { return; }
+    say('Live: ' + c.field + ' changed (' + c.op + ' by ' + c.author + '), record version ' + c.record_version + '.');
+    refresh();
+  });
+  es.addEventListener('end', function (ev) {
+    var why = '';
+    try { why = JSON.parse(ev.data).message || ''; } catch (e) { /* no reason given */ }
+    stop('Live updates stopped' + (why ? ': ' + why : '.') + ' Reload the page to resume.');
+  });
 })();
 `;
 

@@ -1,24 +1,33 @@
 /**
  * The web console at /ui (docs/console.md): server-rendered, read-only pages over the same
- * operation table every transport mounts. The person's bearer credential lives in an
- * HttpOnly, SameSite=Strict cookie scoped to /ui; each page authenticates it exactly as an API
- * request (`runRequest`: rejected-credential budget, providers) and calls the handlers with
- * that identity, so read scopes, SCOPE_DENIED and NO_ROLE hold as on every transport. No
- * rule lives here; this file only translates requests into handler inputs and outcomes into
- * pages.
+ * operation table every transport mounts. The person's credential is kept in a server-side
+ * session (session.ts) named by an opaque HttpOnly, SameSite=Strict cookie; each page
+ * authenticates the session's credential exactly as an API request (`runRequest`:
+ * rejected-credential budget, providers) and calls the handlers with that identity, so read
+ * scopes, SCOPE_DENIED and NO_ROLE hold as on every transport. No rule lives here; this file
+ * only translates requests into handler inputs and outcomes into pages.
  */
 import type { Context, Hono } from 'hono';
-import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import { subjectMatches } from '../../handlers/class-registry.js';
-import type { SvcError } from '../../handlers/errors.js';
-import { operations, type Operation } from '../../handlers/index.js';
+import { SvcError } from '../../handlers/errors.js';
+import { asSvcError, operations, type Operation } from '../../handlers/index.js';
 import { watchOperations } from '../../handlers/watch.js';
 import { authenticateRequest, runRequest, type AppServices, type RequestResult } from '../request.js';
 import { readBody } from '../http/body.js';
 import { requestMeta, type AppEnv, type PeerAddress } from '../http/env.js';
 import { serveWatch } from '../http/watch-sse.js';
 import { ASSETS } from './assets.js';
+import {
+  UI_PATH,
+  clearSessionCookie,
+  currentSession,
+  endSession,
+  forgetSession,
+  hasSessionCookie,
+  startSession,
+  type SessionOptions,
+} from './session.js';
 import { buildTimeline, type HistoryRow } from './timeline.js';
 import {
   ClassesPage,
@@ -35,12 +44,13 @@ import {
   type FieldValueView,
 } from './views.js';
 
-export const UI_PATH = '/ui';
-export const COOKIE = 'kslate_console';
 /** A sign-in form body: a credential (a JWT is a few KiB) and its field name. */
 const MAX_FORM_BYTES = 16 * 1024;
-/** Browsers drop a cookie over 4096 bytes (name, value and attributes): refuse rather than lose it. */
-const MAX_COOKIE_TOKEN = 3800;
+/** How long a session lives when createApp is not told (`--ui-session-ttl`'s default). */
+export const DEFAULT_SESSION_TTL_MS = 8 * 3600_000;
+/** What the sign-in page says when a cookie names a session that is gone. */
+const SESSION_ENDED =
+  'Your console session has ended (it expired, you signed out, or it was replaced by a newer sign-in of the same identity); sign in again.';
 /** Rows of history per timeline page. */
 const HISTORY_PAGE = 500;
 
@@ -55,7 +65,7 @@ const SECURITY_HEADERS: Record<string, string> = {
 type C = Context<AppEnv>;
 
 /** Mount the console's routes on the API app. */
-export function mountConsole(app: Hono<AppEnv>, s: AppServices, peer: PeerAddress): void {
+export function mountConsole(app: Hono<AppEnv>, s: AppServices, peer: PeerAddress, opts: SessionOptions = { ttlMs: DEFAULT_SESSION_TTL_MS }): void {
   app.use(`${UI_PATH}/*`, async (c, next) => {
     await next();
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(k, v);
@@ -73,32 +83,48 @@ export function mountConsole(app: Hono<AppEnv>, s: AppServices, peer: PeerAddres
     return c.body(a.body, 200, { 'content-type': a.type, 'cache-control': 'public, max-age=31536000, immutable' });
   });
 
-  app.get(UI_PATH, (c) => (getCookie(c, COOKIE) ? classesPage(c, s, peer) : c.html(<SignInPage />)));
+  app.get(UI_PATH, (c) => (hasSessionCookie(c, s) ? classesPage(c, s, peer) : c.html(<SignInPage />)));
   app.get(`${UI_PATH}/`, (c) => c.redirect(UI_PATH, 301));
   app.get(`${UI_PATH}/sign-in`, (c) => c.html(<SignInPage />));
-  app.post(`${UI_PATH}/sign-in`, (c) => signIn(c, s, peer));
-  app.post(`${UI_PATH}/sign-out`, (c) => {
+  app.post(`${UI_PATH}/sign-in`, (c) => signIn(c, s, peer, opts));
+  app.post(`${UI_PATH}/sign-out`, async (c) => {
     const refused = checkOrigin(c);
     if (refused) return refused;
-    deleteCookie(c, COOKIE, { path: UI_PATH, secure: isHttps(c), httpOnly: true, sameSite: 'Strict' });
+    try {
+      await endSession(c, s);
+    } catch (e) {
+      // The row could not be deleted: say so rather than pretend (the cookie stays).
+      return failure(c, s, e, 'Signing out failed; try again.');
+    }
     return c.html(<SignInPage notice="You are signed out." />);
   });
   app.get(`${UI_PATH}/classes/:class`, (c) => classPage(c, s, peer));
   app.get(`${UI_PATH}/classes/:class/records`, (c) => recordsPage(c, s, peer));
   app.get(`${UI_PATH}/records/:class/:id`, (c) => recordPage(c, s, peer));
   app.get(`${UI_PATH}/records/:class/:id/history`, (c) => historyPage(c, s, peer));
-  // The record page's live part: the record's watch stream as the cookie's identity (an
+  // The record page's live part: the record's watch stream with the session's credential (an
   // EventSource cannot send an Authorization header), the same handler and refusals as
   // GET /v1/records/{class}/{id}/watch.
-  app.get(`${UI_PATH}/records/:class/:id/watch`, (c) => {
-    const token = getCookie(c, COOKIE);
-    const meta = { ...requestMeta(c, s, peer), authorization: token ? `Bearer ${token}` : undefined, scope: undefined };
+  app.get(`${UI_PATH}/records/:class/:id/watch`, async (c) => {
+    let authorization: string | undefined;
+    try {
+      const session = await currentSession(c, s);
+      if (session.kind === 'live') authorization = `Bearer ${session.credential}`;
+    } catch (e) {
+      const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') });
+      c.set('errorCode', err.code);
+      return c.json(err.body(), err.status as 503);
+    }
+    const meta = { ...requestMeta(c, s, peer), authorization, scope: undefined };
     return serveWatch(c, s, watchOperations.watchRecord as Operation, meta);
   });
 }
 
-function isHttps(c: C): boolean {
-  return new URL(c.req.url).protocol === 'https:';
+/** A page for a fault outside the handlers (the session store): its code and message, on the sign-in form. */
+function failure(c: C, s: AppServices, e: unknown, fallback: string): Response | Promise<Response> {
+  const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') });
+  c.set('errorCode', err.code);
+  return c.html(<SignInPage error={{ code: err.code, message: err.code === 'INTERNAL' ? fallback : err.message }} />, err.status as 503);
 }
 
 /**
@@ -128,7 +154,7 @@ function checkOrigin(c: C): Response | Promise<Response> | null {
   );
 }
 
-async function signIn(c: C, s: AppServices, peer: PeerAddress): Promise<Response> {
+async function signIn(c: C, s: AppServices, peer: PeerAddress, opts: SessionOptions): Promise<Response> {
   const refused = checkOrigin(c);
   if (refused) return refused;
   const body = await readBody(c.req.raw, MAX_FORM_BYTES);
@@ -144,13 +170,10 @@ async function signIn(c: C, s: AppServices, peer: PeerAddress): Promise<Response
     return c.html(<SignInPage error={{ code: 'MALFORMED', message: 'Paste your credential in the form and send it.' }} />, 400);
   }
   const meta = requestMeta(c, s, peer);
-  if (encodeURIComponent(token).length > MAX_COOKIE_TOKEN) {
-    const message = `The credential is longer than a browser keeps in a cookie (${MAX_COOKIE_TOKEN} bytes); ask for a shorter token (fewer claims) to use the console.`;
-    return c.html(<SignInPage error={{ code: 'MALFORMED', message }} />, 400);
-  }
+  let author: string;
   try {
-    const identity = await authenticateRequest(s, meta.address, `Bearer ${token}`);
-    c.set('author', identity.author);
+    author = (await authenticateRequest(s, meta.address, `Bearer ${token}`)).author;
+    c.set('author', author);
   } catch (e) {
     const err = e as SvcError;
     c.set('errorCode', err.code ?? 'INTERNAL');
@@ -161,31 +184,62 @@ async function signIn(c: C, s: AppServices, peer: PeerAddress): Promise<Response
         : (err.message ?? 'The credential could not be checked; try again.');
     return c.html(<SignInPage error={{ code: err.code ?? 'INTERNAL', message }} />, status);
   }
-  setCookie(c, COOKIE, token, { path: UI_PATH, httpOnly: true, sameSite: 'Strict', secure: isHttps(c) });
+  try {
+    await startSession(c, s, opts, token, author);
+  } catch (e) {
+    return failure(c, s, e, 'The session could not be started; try again.');
+  }
   return c.redirect(UI_PATH, 303);
 }
 
-/** Call one operation as the signed-in person; the credential comes from the cookie. */
+/**
+ * Call one operation as the signed-in person: the credential comes from the session the
+ * cookie names, and is authenticated again, as every API request is. A session whose
+ * credential is refused (a revoked key, an expired token) is deleted; a cookie naming no live
+ * session costs the rejected-credential budget like a refused credential.
+ */
 async function call<I>(c: C, s: AppServices, peer: PeerAddress, op: Operation<I>, input: I): Promise<RequestResult> {
   const meta = requestMeta(c, s, peer);
-  const token = getCookie(c, COOKIE);
-  const r = await runRequest(s, { ...meta, authorization: token ? `Bearer ${token}` : undefined, scope: undefined }, op, () => input);
+  let r: RequestResult;
+  try {
+    const session = s.budget.isExhausted(meta.address) ? ({ kind: 'none' } as const) : await currentSession(c, s);
+    if (session.kind === 'ended') {
+      r = { ok: false, error: await sessionEnded(s, meta.address) };
+    } else {
+      const authorization = session.kind === 'live' ? `Bearer ${session.credential}` : undefined;
+      r = await runRequest(s, { ...meta, authorization, scope: undefined }, op, () => input);
+      if (session.kind === 'live' && !r.ok && r.error.code === 'UNAUTHENTICATED') await forgetSession(c, s);
+    }
+  } catch (e) {
+    r = { ok: false, error: asSvcError(e, { log: s.log, requestId: meta.requestId }) };
+  }
   if (r.identity) c.set('author', r.identity.author);
   if (!r.ok) c.set('errorCode', r.error.code);
   return r;
+}
+
+/** The refusal of a cookie that names no live session: the budget's answer, or UNAUTHENTICATED saying the session ended. */
+async function sessionEnded(s: AppServices, address: string): Promise<SvcError> {
+  try {
+    await authenticateRequest(s, address, undefined);
+  } catch (e) {
+    if (e instanceof SvcError && e.code !== 'UNAUTHENTICATED') return e;
+  }
+  return new SvcError('UNAUTHENTICATED', SESSION_ENDED);
 }
 
 /**
  * The page for a refused call: a credential that no longer works (or none) goes back to the
  * sign-in form, which clears the cookie; anything else is shown with its code and message.
  */
-function refusal(c: C, r: Extract<RequestResult, { ok: false }>, title: string, back?: { href: string; text: string }): Response | Promise<Response> {
+function refusal(c: C, s: AppServices, r: Extract<RequestResult, { ok: false }>, title: string, back?: { href: string; text: string }): Response | Promise<Response> {
   const { code, message } = r.error;
   if (!r.identity) {
     // Not signed in: the sign-in form (a plain redirect, not an error page).
-    if (!getCookie(c, COOKIE)) return c.redirect(`${UI_PATH}/sign-in`, 303);
-    if (code === 'UNAUTHENTICATED') deleteCookie(c, COOKIE, { path: UI_PATH, secure: isHttps(c), httpOnly: true, sameSite: 'Strict' });
-    const notice = code === 'UNAUTHENTICATED' ? 'Your credential is no longer accepted; sign in again.' : undefined;
+    if (!hasSessionCookie(c, s)) return c.redirect(`${UI_PATH}/sign-in`, 303);
+    if (code === 'UNAUTHENTICATED') clearSessionCookie(c, s);
+    // A refused credential gets a notice; an ended session's message says it all.
+    const notice = code === 'UNAUTHENTICATED' && message !== SESSION_ENDED ? 'Your credential is no longer accepted; sign in again.' : undefined;
     return c.html(<SignInPage notice={notice} error={{ code, message }} />, r.error.status as 401);
   }
   return c.html(<ErrorPage who={r.identity.author} title={title} code={code} message={message} back={back} />, r.error.status as 403);
@@ -197,7 +251,7 @@ function page(c: C, el: JSX.Element): Response | Promise<Response> {
 
 async function classesPage(c: C, s: AppServices, peer: PeerAddress): Promise<Response> {
   const r = await call(c, s, peer, operations.classes, { params: [] });
-  if (!r.ok) return refusal(c, r, 'Classes');
+  if (!r.ok) return refusal(c, s, r, 'Classes');
   const body = r.out.body as { classes: { name: string; gone?: boolean }[] };
   return page(c, <ClassesPage who={r.identity.author} classes={body.classes} />);
 }
@@ -205,7 +259,7 @@ async function classesPage(c: C, s: AppServices, peer: PeerAddress): Promise<Res
 async function classPage(c: C, s: AppServices, peer: PeerAddress): Promise<Response> {
   const name = c.req.param('class')!;
   const r = await call(c, s, peer, operations.class, { name, params: [] });
-  if (!r.ok) return refusal(c, r, `Class ${name}`, { href: UI_PATH, text: 'Classes' });
+  if (!r.ok) return refusal(c, s, r, `Class ${name}`, { href: UI_PATH, text: 'Classes' });
   const cls = r.out.body as unknown as ClassView;
   const mine = myRoles(cls, r.identity.author).map(([n]) => n);
   return page(c, <ClassPage who={r.identity.author} cls={cls} mine={mine} />);
@@ -230,7 +284,7 @@ function queryNames(c: C): string[] {
 async function recordsPage(c: C, s: AppServices, peer: PeerAddress): Promise<Response> {
   const cls = c.req.param('class')!;
   const def = await call(c, s, peer, operations.class, { name: cls, params: [] });
-  if (!def.ok) return refusal(c, def, `Records of ${cls}`, { href: UI_PATH, text: 'Classes' });
+  if (!def.ok) return refusal(c, s, def, `Records of ${cls}`, { href: UI_PATH, text: 'Classes' });
   const view = def.out.body as unknown as ClassView;
   const q = c.req.query();
   // An empty box in the form means no filter on that field.
@@ -250,7 +304,7 @@ async function recordsPage(c: C, s: AppServices, peer: PeerAddress): Promise<Res
     return `${recordsHref(cls)}${qs ? `?${qs}` : ''}`;
   };
   if (!r.ok) {
-    if (!r.identity) return refusal(c, r, `Records of ${cls}`);
+    if (!r.identity) return refusal(c, s, r, `Records of ${cls}`);
     return c.html(
       <RecordsPage who={def.identity.author} cls={cls} filterable={filterable} filters={filters} limit={limit} records={[]} error={r.error} />,
       r.error.status as 400,
@@ -277,9 +331,9 @@ async function recordPage(c: C, s: AppServices, peer: PeerAddress): Promise<Resp
   const id = c.req.param('id')!;
   const back = { href: recordsHref(cls), text: `Records of ${cls}` };
   const r = await call(c, s, peer, operations.get, { class: cls, id, params: [] });
-  if (!r.ok) return refusal(c, r, `${cls}/${id}`, back);
+  if (!r.ok) return refusal(c, s, r, `${cls}/${id}`, back);
   const def = await call(c, s, peer, operations.class, { name: cls, params: [] });
-  if (!def.ok) return refusal(c, def, `${cls}/${id}`, back);
+  if (!def.ok) return refusal(c, s, def, `${cls}/${id}`, back);
   const view = def.out.body as unknown as ClassView;
   const roles = myRoles(view, r.identity.author).map(([n]) => n);
   const checkpoints = [];
@@ -315,7 +369,7 @@ async function historyPage(c: C, s: AppServices, peer: PeerAddress): Promise<Res
   const before = q.before || undefined;
   const params = [...(field ? ['field'] : []), ...(before ? ['before'] : []), 'limit'];
   const r = await call(c, s, peer, operations.history, { class: cls, id, field, before, limit: HISTORY_PAGE, params });
-  if (!r.ok) return refusal(c, r, `History of ${cls}/${id}`, { href: recordsHref(cls), text: `Records of ${cls}` });
+  if (!r.ok) return refusal(c, s, r, `History of ${cls}/${id}`, { href: recordsHref(cls), text: `Records of ${cls}` });
   const body = r.out.body as { history: HistoryRow[]; next_before?: string };
   // Diffs are worked out over every row of the page; author and outcome only choose what is shown.
   const all = buildTimeline(body.history, before === undefined && body.next_before === undefined);

@@ -304,95 +304,99 @@ export function RecordPage(props: {
       <p id="live-note" class="notice" role="status" hidden>
         {' '}
       </p>
-      <p>
+      <p data-live="version">
         Record version <strong>{props.recordVersion}</strong> · <a href={historyHref(props.cls, props.id)}>History timeline</a>
       </p>
       <h2>Fields</h2>
-      {names.length === 0 ? <p>No field you may read has a value.</p> : null}
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Field</th>
-              <th scope="col">Value</th>
-              <th scope="col">Version</th>
-              <th scope="col">Author</th>
-              <th scope="col">Identity strength</th>
-              <th scope="col">Evidence</th>
-              <th scope="col">Premises</th>
-              <th scope="col">Invocation</th>
-            </tr>
-          </thead>
-          <tbody>
-            {names.map((name) => {
-              const f = props.fields[name];
-              const kind = props.defs[name]?.kind ?? 'versioned';
-              return (
-                <tr data-field={name}>
-                  <th scope="row">
-                    {name} <span class="muted">({kind})</span>
-                  </th>
-                  <td data-k="value">
-                    {kind === 'task' ? (
-                      <Lease f={f} now={props.now} />
-                    ) : kind === 'append' ? (
-                      <ol>
-                        {(f.entries ?? []).map((e) => (
-                          <li>
-                            <Json v={e.value} />
-                            <span class="muted">
-                              by {e.author}
-                              {e.evidence !== undefined ? ` · evidence ${pretty(e.evidence)}` : ''}
-                            </span>
-                          </li>
-                        ))}
-                      </ol>
-                    ) : (
-                      <Json v={f.value} />
-                    )}
-                  </td>
-                  <td data-k="version">{f.version}</td>
-                  <td data-k="author">{f.author ?? ''}</td>
-                  <td data-k="identity_strength">{f.identity_strength ?? ''}</td>
-                  <td>{f.evidence !== undefined ? <Json v={f.evidence} /> : <span class="muted">none</span>}</td>
-                  <td>
-                    <Premises list={f.based_on} />
-                  </td>
-                  <td>{f.invocation !== undefined ? <Json v={f.invocation} /> : <span class="muted">none</span>}</td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+      <div data-live="fields">
+        {names.length === 0 ? <p>No field you may read has a value.</p> : null}
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Field</th>
+                <th scope="col">Value</th>
+                <th scope="col">Version</th>
+                <th scope="col">Author</th>
+                <th scope="col">Identity strength</th>
+                <th scope="col">Evidence</th>
+                <th scope="col">Premises</th>
+                <th scope="col">Invocation</th>
+              </tr>
+            </thead>
+            <tbody>
+              {names.map((name) => {
+                const f = props.fields[name];
+                const kind = props.defs[name]?.kind ?? 'versioned';
+                return (
+                  <tr data-field={name}>
+                    <th scope="row">
+                      {name} <span class="muted">({kind})</span>
+                    </th>
+                    <td data-k="value">
+                      {kind === 'task' ? (
+                        <Lease f={f} now={props.now} />
+                      ) : kind === 'append' ? (
+                        <ol>
+                          {(f.entries ?? []).map((e) => (
+                            <li>
+                              <Json v={e.value} />
+                              <span class="muted">
+                                by {e.author}
+                                {e.evidence !== undefined ? ` · evidence ${pretty(e.evidence)}` : ''}
+                              </span>
+                            </li>
+                          ))}
+                        </ol>
+                      ) : (
+                        <Json v={f.value} />
+                      )}
+                    </td>
+                    <td data-k="version">{f.version}</td>
+                    <td data-k="author">{f.author ?? ''}</td>
+                    <td data-k="identity_strength">{f.identity_strength ?? ''}</td>
+                    <td>{f.evidence !== undefined ? <Json v={f.evidence} /> : <span class="muted">none</span>}</td>
+                    <td>
+                      <Premises list={f.based_on} />
+                    </td>
+                    <td>{f.invocation !== undefined ? <Json v={f.invocation} /> : <span class="muted">none</span>}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
       </div>
       <h2>Checkpoints</h2>
-      {props.checkpoints.map((cp) => (
-        <section aria-label={`Checkpoint of role ${cp.role}`}>
-          <h3>Role {cp.role}</h3>
-          {cp.error ? (
-            <p class="error">{cp.error}</p>
-          ) : (
-            <>
-              {cp.document === null ? (
-                <p class="muted">No checkpoint saved.</p>
-              ) : (
-                <>
-                  <p>Saved at record version {cp.record_version}.</p>
-                  <Json v={cp.document} />
-                </>
-              )}
-              <p>
-                Changed since {cp.document === null ? '(every field written so far)' : 'it was saved'}:{' '}
-                {cp.changed_fields.length === 0 ? (
-                  <span class="muted">nothing</span>
+      <div data-live="checkpoints">
+        {props.checkpoints.map((cp) => (
+          <section aria-label={`Checkpoint of role ${cp.role}`}>
+            <h3>Role {cp.role}</h3>
+            {cp.error ? (
+              <p class="error">{cp.error}</p>
+            ) : (
+              <>
+                {cp.document === null ? (
+                  <p class="muted">No checkpoint saved.</p>
                 ) : (
-                  cp.changed_fields.map((c) => `${c.field} v${c.version} by ${c.author}`).join(', ')
+                  <>
+                    <p>Saved at record version {cp.record_version}.</p>
+                    <Json v={cp.document} />
+                  </>
                 )}
-              </p>
-            </>
-          )}
-        </section>
-      ))}
+                <p>
+                  Changed since {cp.document === null ? '(every field written so far)' : 'it was saved'}:{' '}
+                  {cp.changed_fields.length === 0 ? (
+                    <span class="muted">nothing</span>
+                  ) : (
+                    cp.changed_fields.map((c) => `${c.field} v${c.version} by ${c.author}`).join(', ')
+                  )}
+                </p>
+              </>
+            )}
+          </section>
+        ))}
+      </div>
     </Layout>
   );
 }

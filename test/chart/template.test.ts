@@ -158,6 +158,10 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       expect(flag(find(render(v, ['default']), 'Deployment', GATEWAY), '--ui')).toBe('true');
       expect(flag(find(render(v, ['default'], { 'gateway.ui': false }), 'Deployment', GATEWAY), '--ui')).toBe('false');
     });
+    test('the console session lifetime: --ui-session-ttl 8h by default, gateway.uiSessionTtl sets it', () => {
+      expect(flag(find(render(v, ['default']), 'Deployment', GATEWAY), '--ui-session-ttl')).toBe('8h');
+      expect(flag(find(render(v, ['default'], { 'gateway.uiSessionTtl': '30m' }), 'Deployment', GATEWAY), '--ui-session-ttl')).toBe('30m');
+    });
     test('grpcPort 9000: container port, Service port and flag', () => {
       const objs = render(v, ['default'], { 'gateway.grpcPort': 9000 });
       const gw = find(objs, 'Deployment', GATEWAY);

@@ -301,6 +301,21 @@ describe('--ui (KSLATE_UI): the web console at /ui', () => {
   });
 });
 
+describe('--ui-session-ttl (KSLATE_UI_SESSION_TTL): how long a console sign-in lasts', () => {
+  it('is 8h by default; the flag beats the variable', () => {
+    expect(parseConfig([], {}).uiSessionTtlMs).toBe(8 * 3600_000);
+    expect(parseConfig([], { KSLATE_UI_SESSION_TTL: '30m' }).uiSessionTtlMs).toBe(30 * 60_000);
+    expect(parseConfig(['--ui-session-ttl', '12h'], { KSLATE_UI_SESSION_TTL: '30m' }).uiSessionTtlMs).toBe(12 * 3600_000);
+  });
+
+  it('refuses a lifetime under 1s or over 720h, or not a duration, naming the flag and variable', () => {
+    for (const bad of ['500ms', '721h', 'forever', '0']) {
+      const e = configError(() => parseConfig(['--ui-session-ttl', bad], {}));
+      expect(e.message).toContain('--ui-session-ttl (KSLATE_UI_SESSION_TTL) must be');
+    }
+  });
+});
+
 describe('README configuration table', () => {
   it('lists every flag with its variable and default, as FLAGS (and `kslate help`) do', async () => {
     const { readFileSync } = await import('node:fs');

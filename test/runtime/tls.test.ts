@@ -1,6 +1,5 @@
 /** --tls-cert/--tls-key: the gateway serves HTTPS (and refuses plain HTTP on that port). */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { connect } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
@@ -10,6 +9,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
+import { selfSignedCert } from '../setup/self-signed.js';
 import type { ProtoGrpcType } from '../../runtime/grpc/generated/svc.js';
 import { loadSvcProto } from '../../runtime/grpc/proto.js';
 
@@ -19,12 +19,7 @@ let cert: Buffer;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'kslate-tls-'));
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-    '-addext', 'subjectAltName=IP:127.0.0.1',
-    '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-  ], { stdio: 'ignore' });
-  cert = readFileSync(join(dir, 'cert.pem'));
+  cert = selfSignedCert(dir).cert;
   t = await startTestGateway([incident], {
     extraArgs: [
       '--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'key.pem'),

@@ -169,13 +169,19 @@ describe('sign-in and sign-out', () => {
   );
 
   test(
-    'sign in keeps the credential in an HttpOnly SameSite=Strict cookie on /ui; sign out clears it',
+    'sign in keeps an opaque session id (never the credential) in an HttpOnly SameSite=Strict cookie on /ui with a lifetime; sign out ends it',
     async () => {
       const page = await newPage();
       await signIn(page, 'alice');
       const cookies = await page.context().cookies();
       expect(cookies).toHaveLength(1);
-      expect(cookies[0]).toMatchObject({ name: 'kslate_console', value: KEYS.alice, httpOnly: true, sameSite: 'Strict', path: '/ui', secure: false });
+      expect(cookies[0]).toMatchObject({ name: 'kslate_console', httpOnly: true, sameSite: 'Strict', path: '/ui', secure: false });
+      expect(cookies[0].value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(cookies[0].value).not.toContain(KEYS.alice);
+      // A persistent cookie that lasts the session's lifetime (--ui-session-ttl, 8h), not a browser session's.
+      const hoursLeft = (cookies[0].expires - Date.now() / 1000) / 3600;
+      expect(hoursLeft).toBeGreaterThan(7);
+      expect(hoursLeft).toBeLessThanOrEqual(8);
       // Not readable by scripts, not in the URL, not in localStorage.
       expect(await page.evaluate(() => document.cookie)).toBe('');
       expect(await page.evaluate(() => JSON.stringify(localStorage))).toBe('{}');
@@ -187,6 +193,13 @@ describe('sign-in and sign-out', () => {
       await page.getByRole('button', { name: 'Sign out' }).click();
       await visible(page.getByText('You are signed out.'));
       expect(await page.context().cookies()).toEqual([]);
+      // Signing out ended the session on the server: a copy of the cookie no longer works.
+      const copy = await newPage(false); // the 401 document logs a resource error by design
+      await copy.context().addCookies([{ ...cookies[0] }]);
+      const res = await copy.goto(`${t.url}/ui/classes/incident`);
+      expect(res?.status()).toBe(401);
+      await contains(copy.getByRole('alert'), 'Your console session has ended');
+      expect(await copy.context().cookies()).toEqual([]);
       // Without the cookie a page sends the person to the sign-in form.
       await page.goto(`${t.url}/ui/classes/incident`);
       expect(page.url()).toBe(`${t.url}/ui/sign-in`);
@@ -196,13 +209,14 @@ describe('sign-in and sign-out', () => {
   );
 
   test(
-    'a cookie whose credential is no longer accepted is cleared and the person asked to sign in again',
+    'a cookie naming no session (or holding a key, as before sessions) is cleared and the person asked to sign in again',
     async () => {
       const page = await newPage(false); // the 401 document logs a resource error by design
-      await page.context().addCookies([{ name: 'kslate_console', value: 'revoked-key', domain: '127.0.0.1', path: '/ui', httpOnly: true, sameSite: 'Strict' }]);
+      await page.context().addCookies([{ name: 'kslate_console', value: KEYS.alice, domain: '127.0.0.1', path: '/ui', httpOnly: true, sameSite: 'Strict' }]);
       const res = await page.goto(`${t.url}/ui/classes/incident`);
       expect(res?.status()).toBe(401);
-      await contains(page.locator('.notice'), 'no longer accepted');
+      await contains(page.getByRole('alert'), 'Your console session has ended');
+      await visible(page.getByLabel('Credential'));
       expect(await page.context().cookies()).toEqual([]);
     },
     TEST_MS,
@@ -224,15 +238,24 @@ describe('sign-in and sign-out', () => {
     TEST_MS,
   );
 
-  test('an empty or oversized credential is refused with what to do, before any provider is asked', async () => {
+  test('an empty or oversized credential is refused with what to do, before any provider is asked; a long token signs in', async () => {
     const post = (body: string) =>
-      fetch(`${t.url}/ui/sign-in`, { method: 'POST', headers: { origin: t.url, 'content-type': 'application/x-www-form-urlencoded' }, body });
+      fetch(`${t.url}/ui/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { origin: t.url, 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      });
     const empty = await post('token=');
     expect(empty.status).toBe(400);
     expect(await empty.text()).toContain('Paste your credential');
-    const long = await post(`token=${'a'.repeat(5000)}`);
-    expect(long.status).toBe(400);
-    expect(await long.text()).toContain('longer than a browser keeps in a cookie');
+    // The credential stays on the server, so a token longer than a browser keeps in a cookie
+    // (an OIDC token with many claims) signs in.
+    const long = await token(oidcKey, { iss: issuer.url, sub: 'ops-1', extra: { groups: Array.from({ length: 300 }, (_, i) => `group-${i}`) } });
+    expect(long.length).toBeGreaterThan(4096);
+    const signed = await post(`token=${encodeURIComponent(long)}`);
+    expect(signed.status).toBe(303);
+    expect(signed.headers.get('set-cookie')).toMatch(/^kslate_console=[A-Za-z0-9_-]{43};/);
     const huge = await post(`token=${'a'.repeat(20_000)}`);
     expect(huge.status).toBe(400);
     expect(await huge.text()).toContain('larger than 16 KiB');
@@ -264,7 +287,7 @@ describe('sign-in and sign-out', () => {
       body: `token=${KEYS.alice}`,
     });
     expect(ok.status).toBe(303);
-    expect(ok.headers.get('set-cookie')).toMatch(/^kslate_console=.*; Path=\/ui; HttpOnly; SameSite=Strict$/);
+    expect(ok.headers.get('set-cookie')).toMatch(/^kslate_console=[A-Za-z0-9_-]{43}; Max-Age=28800; Path=\/ui; HttpOnly; SameSite=Strict$/);
   });
 });
 
@@ -357,6 +380,59 @@ describe('pages', () => {
       await contains(page.locator('#live-note'), 'title changed');
       expect(await page.locator('tr[data-field="severity"]').count()).toBe(0);
       expect(await page.evaluate(() => performance.timeOrigin)).toBe(loadedAt); // no reload
+    },
+    TEST_MS,
+  );
+
+  test(
+    'live: a change re-renders the field, the record version and the checkpoint exactly as a reload would',
+    async () => {
+      await mustPut('alice', 'incident/live-2/fields/severity', { value: 2, expected_version: 0 });
+      await mustPut('alice', 'incident/live-2/fields/blob', { value: { step: 1 }, expected_version: 0, evidence: 'first look' });
+      await mustPut('alice', 'incident/live-2/checkpoint', { document: { summary: 'looking', next_steps: 'wait' } });
+      const page = await newPage();
+      await signIn(page, 'alice');
+      await page.goto(`${t.url}/ui/records/incident/live-2`);
+      const blob = page.locator('tr[data-field="blob"]');
+      await hasText(blob.locator('[data-k="version"]'), '1');
+      let loadedAt = await page.evaluate(() => performance.timeOrigin);
+      const snapshot = () =>
+        page.evaluate(() => ({
+          rows: Array.from(document.querySelectorAll('main tbody tr')).map((r) => r.outerHTML),
+          version: Array.from(document.querySelectorAll('main p')).find((p) => p.textContent?.startsWith('Record version'))?.outerHTML,
+          checkpoint: document.querySelector('section[aria-label="Checkpoint of role responder"]')?.outerHTML,
+        }));
+      /** What the page shows after `write`, once `row` shows `version`, against the reloaded page. */
+      const liveThenReload = async (write: () => Promise<void>, row: string, version: string) => {
+        await write();
+        await hasText(page.locator(`tr[data-field="${row}"] [data-k="version"]`), version);
+        expect(await page.evaluate(() => performance.timeOrigin)).toBe(loadedAt); // no reload
+        const live = await snapshot();
+        await page.reload();
+        loadedAt = await page.evaluate(() => performance.timeOrigin);
+        return { live, reloaded: await snapshot() };
+      };
+      // carol writes blob with new evidence, premises and invocation.
+      const one = await liveThenReload(
+        () =>
+          mustPut('carol', 'incident/live-2/fields/blob', {
+            value: { step: 2, hosts: ['db-1', 'db-2'] },
+            expected_version: 1,
+            evidence: 'replica logs',
+            based_on: [{ field: 'severity', version: 1 }],
+            invocation: { run: 'r-9' },
+          }),
+        'blob',
+        '2',
+      );
+      expect(one.reloaded.rows.find((r) => r.includes('data-field="blob"'))).toContain('replica logs');
+      expect(one.reloaded.checkpoint).toContain('blob v2 by apikey:carol');
+      expect(one.reloaded.version).toContain('<strong>3</strong>');
+      expect(one.live).toEqual(one.reloaded);
+      // A field the page had no row for yet appears, as on a reload.
+      const two = await liveThenReload(() => mustPut('carol', 'incident/live-2/fields/status', { value: 'investigating', expected_version: 0 }), 'status', '1');
+      expect(two.reloaded.version).toContain('<strong>4</strong>');
+      expect(two.live).toEqual(two.reloaded);
     },
     TEST_MS,
   );
