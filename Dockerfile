@@ -1,8 +1,11 @@
 # The kslate image (gateway, worker and CLI): docker build -t kslate:0.9.0 .
 # Exec form everywhere: no shell runs at build or run time.
+# Base: node:24-slim, the Node.js LTS line .ci/run runs the whole suite on (maintained until
+# April 2028). The tag names the line, not a patch release, so a rebuild takes the line's
+# security fixes; README, "Node.js versions", says which lines are supported.
 
 # --- build: compile TypeScript to dist/ ---
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` would build before the sources are here, and no install
@@ -16,7 +19,7 @@ COPY worker worker
 RUN ["npm", "run", "build"]
 
 # --- deps: production dependencies only ---
-FROM node:20-slim AS deps
+FROM node:24-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --omit=optional leaves out embedded-postgres' PostgreSQL binaries (@embedded-postgres/<platform>,
@@ -25,7 +28,7 @@ COPY package.json package-lock.json ./
 RUN ["npm", "ci", "--omit=dev", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund"]
 
 # --- runtime ---
-FROM node:20-slim
+FROM node:24-slim
 ENV NODE_ENV=production
 # Listen on every interface: the default 127.0.0.1 is unreachable from outside a container.
 # Flags (--listen) override it; the metrics and worker health ports use the same host.

@@ -74,7 +74,7 @@ async function main() {
       keysFile: conf.keysFile,
       grpc: false,
       ...(values.profile ? { profileDir: values.profile } : {}),
-      extraArgs: ['--watch-max-streams', String(subscribers + 16), '--watch-poll-interval', pollInterval],
+      extraArgs: ['--watch-max-streams', String(subscribers + 16), '--watch-max-streams-per-identity', String(subscribers + 16), '--watch-poll-interval', pollInterval],
     });
     cleanups.push(() => gw.stop());
     const { hostname, port } = new URL(gw.url);

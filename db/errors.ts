@@ -109,5 +109,5 @@ export function toStorageFault(e: unknown, onSchemaMissing?: () => void): unknow
   const fault = classifyDbError(e);
   if (fault === null) return e;
   if (fault === 'schema') onSchemaMissing?.();
-  return new StorageFault(fault, e);
+  return new StorageFault(fault, e, fault === 'schema' && onSchemaMissing !== undefined);
 }

@@ -131,40 +131,58 @@ export type HistoryMark = 'none' | 'premises' | 'all';
 export const HISTORY_MARKED_ROW = /\x1e([^\x1f]*)\x1f/g;
 
 /**
- * The new state of one field after an applied write. For an append field `value` is the new
- * entry (stored as entry `version`); for a task field it is ignored and `owner` and
- * `lease_expires_at` describe the lease (null after a release).
+ * A put or append as `Db.writeField` decides and applies it under the record's lock in one
+ * round trip (kslate_write, migration 0010): every check left after the gateway's own (STALE,
+ * the resolve gate, STALE_PREMISE with fences) is judged there, in the order of the spec.
  */
-export interface FieldWrite {
+export interface WriteRequest {
+  class: string;
+  rid: string;
   field: string;
-  kind: string;
+  kind: 'versioned' | 'soft' | 'append';
+  op: 'put' | 'append';
+  /** The new value (put) or entry (append). */
   value: unknown;
-  version: number;
   author: string;
   identity_strength: string;
   evidence: string | null;
+  /** The premises stored with the write (explicit or inferred); null when none. */
   based_on: StoredPremise[] | null;
   invocation: Record<string, unknown> | null;
-  owner?: string | null;
-  lease_expires_at?: Date | null;
-  /** History row written with the change (outcome `applied`). */
-  history: Pick<HistoryInsert, 'op' | 'expected_version'>;
+  /** STALE unless the field is at this version (a versioned put's expected_version); null: no check. */
+  expectVersion: number | null;
+  /** The `expected_version` the history row records. */
+  expected_version: number | null;
+  /** Each must still hold: the field at that version; a fence, leased by the writer when the lock was taken. */
+  premises: readonly StoredPremise[];
+  /** The resolve gate: roles that must have saved a checkpoint on the record; null when the write is not gated. */
+  requiredCheckpoints: readonly string[] | null;
+}
+
+/** A premise that moved (STALE_PREMISE), as its error body lists it. */
+export interface MovedPremise {
+  field: string;
+  your_version: number;
+  current_version: number;
+  current_author: string | null;
+  current_evidence: string | null;
 }
 
 /**
- * The common write decided and applied in one round trip (`Db.tryWrite`): a put or append of a
- * value field whose only checks left after the gateway's own are the ones below, judged under
- * the record's lock. The new version is the field's current version + 1.
+ * What `Db.writeField` decided. Every outcome but `applied` wrote nothing but its history row
+ * (`invalid_checkpoint`: none). `current_version` and `current_author` describe the written
+ * field when the lock was taken.
  */
-export interface TryWrite {
-  class: string;
-  rid: string;
-  write: Omit<FieldWrite, 'version' | 'owner' | 'lease_expires_at'> & { kind: 'versioned' | 'soft' | 'append' };
-  /** The field must be at this version (a versioned put's expected_version); null: no check. */
-  expectVersion: number | null;
-  /** Each must still hold: the field at that version; a fence, leased by the writer, unexpired. */
-  premises: readonly StoredPremise[];
-}
+export type WriteResult =
+  | { outcome: 'applied'; version: number; record_version: number; created: boolean }
+  | {
+      outcome: 'stale';
+      current_version: number;
+      /** The field's current row; null when it has none. */
+      current: { value: unknown; author: string | null; evidence: string | null; updated_at: Date } | null;
+    }
+  | { outcome: 'stale_premise'; current_version: number; current_author: string | null; moved: MovedPremise[] }
+  | { outcome: 'invalid_checkpoint'; missing: string[] };
 
 /** A claim as `Db.claim` decides and applies it in one round trip (migration 0006). */
 export interface ClaimWrite {
@@ -189,24 +207,6 @@ export interface ClaimResult {
   owner: string | null;
   lease_expires_at: Date | null;
   took_over_from: string | null;
-}
-
-/** A locked record inside a write transaction (checks from HELD onward run here). */
-export interface WriteTx {
-  /** The locked record, or null when it does not exist yet (creation is serialised). */
-  readonly record: { id: number; record_version: number } | null;
-  /** Current rows of the fields asked for when the transaction began. */
-  readonly fields: ReadonlyMap<string, FieldRow>;
-  /** The database clock at lock time: leases are judged by it so replicas agree. */
-  readonly dbNow: Date;
-  /** Apply a field write, raise record_version (creating the record) and add its history row. */
-  applyField(w: FieldWrite): Promise<{ record_version: number; created: boolean }>;
-  /** Add a rejection's history row; committed with the transaction. */
-  insertHistory(row: HistoryInsert): Promise<void>;
-  /** Roles that have saved a checkpoint on the locked record. */
-  checkpointRoles(): Promise<string[]>;
-  /** Save a role's checkpoint on the locked (existing) record; record_version is not raised. */
-  saveCheckpoint(role: string, document: Record<string, unknown>, author: string): Promise<{ checkpoint_id: number; record_version: number }>;
 }
 
 export interface CheckpointRow {
@@ -286,19 +286,15 @@ export interface Db extends ConsoleSessions {
   ): Promise<HistoryPage>;
   /** True when the record exists or any history row names it. */
   recordOrHistoryExists(cls: string, rid: string): Promise<boolean>;
-  /** A rejection decided before the write transaction (scope, identity): one statement. */
+  /** A rejection decided in the gateway, before the record's lock (scope, identity, evidence): one statement. */
   insertRejection(row: HistoryInsert): Promise<void>;
   /**
-   * Run `fn` in one transaction holding the record's row lock (or, for a record that does
-   * not exist yet, a lock on its name), with the named fields read under that lock.
-   * A rejection returned by `fn` commits its history row; a throw rolls everything back.
+   * Decide and apply a put or append under the record's lock in one round trip: the applied
+   * write, or the rejection (its history row written in the same statement).
    */
-  write<T>(cls: string, rid: string, fieldNames: string[], fn: (tx: WriteTx) => Promise<T>): Promise<T>;
-  /**
-   * Apply `t` in one round trip when every check in it holds; null when any does not, having
-   * written nothing (the caller then runs `write`, which decides the exact answer).
-   */
-  tryWrite(t: TryWrite): Promise<{ version: number; record_version: number; created: boolean } | null>;
+  writeField(w: WriteRequest): Promise<WriteResult>;
+  /** Save a role's checkpoint on an existing record under its lock; null when the record does not exist. */
+  saveCheckpoint(cls: string, rid: string, role: string, document: Record<string, unknown>, author: string): Promise<{ checkpoint_id: number; record_version: number } | null>;
   /** Decide and apply a claim (HELD included, with its history row) in one round trip. */
   claim(c: ClaimWrite): Promise<ClaimResult>;
   listClasses(): Promise<ClassRow[]>;
@@ -390,7 +386,8 @@ export interface SweepDb {
  *   applied (503 UNAVAILABLE saying so)
  * - `timeout`: the request's database budget ran out (503 UNAVAILABLE)
  * - `data`: a value the database cannot store, e.g. a NUL character (400 MALFORMED)
- * - `schema`: tables missing, being re-applied (503 UNAVAILABLE)
+ * - `schema`: tables missing (503 UNAVAILABLE); `reapplying` when this process was told to
+ *   apply them again (a Node gateway), not when nothing will (Workers never migrate)
  */
 export type StorageFaultKind = 'unreachable' | 'lost' | 'timeout' | 'data' | 'schema';
 
@@ -398,6 +395,8 @@ export class StorageFault extends Error {
   constructor(
     readonly kind: StorageFaultKind,
     override readonly cause?: unknown,
+    /** `schema`: someone was told to apply the schema again (the gateway's onSchemaMissing). */
+    readonly reapplying = false,
   ) {
     super(`database ${kind}: ${cause instanceof Error ? cause.message : String(cause ?? 'no detail')}`);
     this.name = 'StorageFault';

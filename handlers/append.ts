@@ -6,8 +6,7 @@ import * as v from 'valibot';
 import { basedOnSchema, bodyObject, declareNoPremisesSchema, resolvePremises, lenientInvocation, lenientPremises, invocationSchema, parseWith, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
-import type { StoredPremise } from '../db/port.js';
-import { runWrite, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
+import { runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
 import { valueProblem } from './values.js';
 
 export interface AppendInput {
@@ -83,35 +82,19 @@ const appendOp: WriteOp<AppendBody> = {
     return b.based_on ?? null;
   },
 
-  async apply(tx, b, ctx, access, field, def, basedOn): Promise<Outcome> {
-    const seq = (tx.fields.get(field)?.version ?? 0) + 1;
-    const res = await tx.applyField({ ...fieldWrite(b, ctx, field, basedOn), version: seq });
-    return outcome(ctx, access, field, { ...res, version: seq });
-  },
-
-  fast: {
-    write: (b, ctx, _access, field, _def, basedOn) => ({ write: fieldWrite(b, ctx, field, basedOn), expectVersion: null }),
-    outcome,
+  async write(b, t): Promise<Outcome> {
+    const { ctx, access, field } = t;
+    const done = await writeField(
+      t,
+      { kind: 'append', op: 'append', value: b.entry, evidence: b.evidence, invocation: b.invocation, expectVersion: null, expected_version: null, requiredCheckpoints: null },
+      {},
+    );
+    return outcome(ctx, access, field, done);
   },
 };
 
 export function append(ctx: Ctx, input: AppendInput): Promise<Outcome> {
   return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, appendOp);
-}
-
-/** The field write of an applied append, on either path; the seq is decided under the lock. */
-function fieldWrite(b: AppendBody, ctx: Ctx, field: string, basedOn: StoredPremise[] | null) {
-  return {
-    field,
-    kind: 'append' as const,
-    value: b.entry,
-    author: ctx.identity.author,
-    identity_strength: ctx.identity.strength,
-    evidence: b.evidence,
-    based_on: basedOn,
-    invocation: b.invocation,
-    history: { op: 'append' as const, expected_version: null },
-  };
 }
 
 function outcome(ctx: Ctx, access: Access, field: string, res: { version: number; record_version: number; created: boolean }): Outcome {

@@ -72,10 +72,8 @@ export async function checkpointSave(ctx: Ctx, input: CheckpointSaveInput): Prom
   if (!('document' in obj)) throw new SvcError('MALFORMED', 'The body needs `document`: a JSON object.', where);
   const doc = checkDocument(access, obj.document);
 
-  const res = await ctx.db.write(input.class, input.id, [], async (tx) => {
-    if (!tx.record) return null;
-    return tx.saveCheckpoint(role, doc, ctx.identity.author);
-  });
+  // Under the record's lock, so the record version it records is the one the save saw.
+  const res = await ctx.db.saveCheckpoint(input.class, input.id, role, doc, ctx.identity.author);
   if (!res) throw new SvcError('NOT_FOUND', `Record ${access.record} does not exist; checkpoints need an existing record.`, where);
   ctx.metrics.checkpoint(access.cls.name, role);
   return {

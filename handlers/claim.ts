@@ -1,7 +1,8 @@
 /**
  * claim: PUT /v1/records/{class}/{id}/fields/{field}/claim — take, renew or release a task
- * lease. Expiry is judged by the database clock (tx.dbNow) so replicas with skewed clocks
- * agree. Every transition of the spec's "Task field lease" table is a branch below.
+ * lease. HELD and every transition of the spec's "Task field lease" table are decided under
+ * the record's lock by the database clock, in kslate_claim (migrations 0006, 0010), so
+ * replicas with skewed clocks agree; this file formats the answer.
  */
 import * as v from 'valibot';
 import { bodyObject, invocationSchema, lenientInvocation, parseWith, type RawBody } from './body.js';
@@ -80,7 +81,7 @@ const claimOp: WriteOp<ClaimBody> = {
 
   // HELD (step 11) and the claim itself are decided under the lock by the database clock,
   // in one call (migration 0006, kslate_claim): the rule lives there, once.
-  async direct(b, ctx, access, field, id): Promise<Outcome> {
+  async write(b, { ctx, access, field, id }): Promise<Outcome> {
     const r = await ctx.db.claim({
       class: access.cls.name,
       rid: id,

@@ -32,6 +32,21 @@ export interface Metrics {
   writeLatency(seconds: number): void;
 }
 
+/**
+ * The request's credential, kept for what outlives the request (a watch stream): checked
+ * again while the stream runs and at its expiry, so a revoked key or an expired token ends it.
+ */
+export interface Credential {
+  /** When the credential stops being valid (milliseconds since the epoch: a JWT's `exp`), or null when it does not say. */
+  readonly expiresAt: number | null;
+  /**
+   * Authenticate it again: true while it still names the same caller, false once it is
+   * refused (or names someone else). Throws when the provider cannot judge right now (an
+   * outage is not a revocation).
+   */
+  check(): Promise<boolean>;
+}
+
 export interface Ctx {
   identity: Identity;
   /** `X-Svc-Scope` (or gRPC `x-svc-scope`), at most 256 bytes; undefined when absent. */
@@ -47,6 +62,8 @@ export interface Ctx {
   trace: Trace;
   /** The process's change hub (watch streams); absent where no process outlives a request (Workers). */
   watch?: WatchFeed;
+  /** The credential the request authenticated with, for streams that outlive it; absent where nothing outlives a request. */
+  credential?: Credential;
 }
 
 export const noopMetrics: Metrics = {

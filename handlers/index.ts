@@ -349,7 +349,14 @@ export function storageFaultError(f: StorageFault): SvcError {
         'The request holds a value the database cannot store (a NUL character, invalid Unicode or an integer out of range); remove it.',
       );
     case 'schema':
-      return new SvcError('UNAVAILABLE', 'The database schema is missing and is being re-applied; retry shortly.');
+      // Only a gateway that applies the schema itself (Node) can promise it; elsewhere (Workers)
+      // it stays missing until someone runs the migration.
+      return f.reapplying
+        ? new SvcError('UNAVAILABLE', 'The database schema is missing and is being re-applied; retry shortly.')
+        : new SvcError(
+            'UNAVAILABLE',
+            'The database schema is missing and this gateway does not apply it: run `kslate migrate --database-url <direct URL>` against this database, then retry.',
+          );
   }
 }
 

@@ -98,8 +98,13 @@ export const HEADERS = {
     schema: { type: 'string' },
   },
   'Retry-After': {
-    description: 'Seconds to wait before retrying; sent when the gateway is at its connection limit (--max-conns).',
+    description: 'Seconds to wait before retrying; sent with every 503.',
     schema: { type: 'integer', minimum: 0 },
+  },
+  'WWW-Authenticate': {
+    description:
+      'How to authenticate (RFC 6750 §3): `Bearer realm="kslate"`, with `error="invalid_token"` when a bearer token was sent, and, when the gateway names an authorization server (--identity oidc), `resource_metadata` with the URL of its protected resource metadata (RFC 9728). Sent with every 401.',
+    schema: { type: 'string' },
   },
   Allow: { description: 'The methods the path takes.', schema: { type: 'string' } },
   'Cache-Control': { description: 'How long the answer may be cached.', schema: { type: 'string' } },
@@ -319,6 +324,11 @@ export function openApiDocument(opts: DocumentOptions): Json {
       ].join('\n\n'),
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
+    // Relative first: the gateway that served this document (GET /v1/openapi.json).
+    servers: [
+      { url: '/', description: 'The gateway serving this document.' },
+      { url: 'http://127.0.0.1:8080', description: 'kslate dev (npm start), and kslate serve with the default --listen.' },
+    ],
     tags: (Object.entries(TAGS) as [string, string][])
       .filter(([name]) => opts.routes.some((r) => r.tag === name))
       .map(([name, description]) => ({ name, description })),
@@ -352,7 +362,8 @@ export function openApiDocument(opts: DocumentOptions): Json {
       headers: Object.fromEntries(Object.entries(HEADERS).map(([k, h]) => [k.replace(/-/g, ''), h])),
       responses: {
         MethodNotAllowed: {
-          description: 'METHOD_NOT_ALLOWED: the path takes other methods (listed in Allow).',
+          description:
+            'METHOD_NOT_ALLOWED: the path was called with a method it does not take; Allow lists those it does. Answered before any credential check, to every method the path does not document.',
           headers: { Allow: { $ref: '#/components/headers/Allow' }, 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } },
           content: { 'application/json': { schema: ref(errorSchemaName('METHOD_NOT_ALLOWED')) } },
         },
@@ -448,6 +459,7 @@ function responses(r: RouteDoc, auth: boolean, convert: (s: v.GenericSchema) => 
     const headers: Json = { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } };
     for (const h of doc?.headers ?? []) headers[h] = { $ref: `#/components/headers/${h.replace(/-/g, '')}` };
     if (status === 503) headers['Retry-After'] = { $ref: '#/components/headers/RetryAfter' };
+    if (status === 401) headers['WWW-Authenticate'] = { $ref: '#/components/headers/WWWAuthenticate' };
     const refs = errs.map((c) => ({ $ref: `#/components/schemas/${errorSchemaName(c)}` }));
     const alternatives: Json[] = [...(doc?.schema ? [convert(doc.schema)] : []), ...refs];
     const description = [doc?.description, ...errs.map((c) => `${c}: ${ERROR_NOTES[c]}`)].filter(Boolean).join(' ');
@@ -481,6 +493,9 @@ function responses(r: RouteDoc, auth: boolean, convert: (s: v.GenericSchema) => 
     }
     out[String(status)] = res;
   }
+  // Every known path answers its other methods 405 (runtime/http/app.ts), before any credential
+  // check: declared on each of its operations, unless the operation is itself a 405 (GET /mcp).
+  out['405'] ??= { $ref: '#/components/responses/MethodNotAllowed' };
   return out;
 }
 

@@ -1,19 +1,20 @@
 /**
  * The rejection order of the specification, as one explicit pipeline shared by every
- * operation. Reads use steps 2–7; writes run `runWrite`, whose steps from HELD onward run
- * inside the write transaction under the record's row lock.
+ * operation. Reads use steps 2–7; writes run `runWrite`, whose checks from HELD onward (other
+ * than EVIDENCE_REQUIRED, which needs nothing of the record) are decided under the record's
+ * row lock by one SQL statement (kslate_write, kslate_claim: migration 0010).
  *
  *  1 UNAUTHENTICATED (transport, before any handler)   8 WEAK_IDENTITY
  *  2 NOT_FOUND (class)                                  9 NOT_WRITABLE / NOT_APPEND_FIELD / NOT_TASK_FIELD
  *  3 NO_ROLE                                           10 IDENTITY_MISMATCH
  *  4 CLASS_GONE (writes)                                  MALFORMED body, premises' fields, type, enum
  *  5 MALFORMED (record id)                             11 HELD            ┐
- *  6 UNKNOWN_FIELD                                     12 EVIDENCE_REQUIRED│ in the transaction,
+ *  6 UNKNOWN_FIELD                                     12 EVIDENCE_REQUIRED│ in one statement
  *  7 SCOPE_DENIED                                      13 STALE            │ under the row lock
  *                                                         INVALID_CHECKPOINT (gate)
  *                                                      14 STALE_PREMISE   ┘
  */
-import type { FieldRow, HistoryInsert, HistoryValue, StoredPremise, TryWrite, WriteTx } from '../db/port.js';
+import type { FieldRow, HistoryInsert, HistoryValue, StoredPremise, WriteRequest, WriteResult } from '../db/port.js';
 import { lenientObject, textProblem, type RawBody } from './body.js';
 import { rolesOf, type CompiledClass, type CompiledRole } from './class-registry.js';
 import type { Ctx } from './context.js';
@@ -231,15 +232,6 @@ export async function checkScopeOwner(ctx: Ctx, access: Access, field: string | 
 
 // ---- the write pipeline ------------------------------------------------------------------
 
-/** A rejection decided in the write transaction, with the history row to commit. */
-export interface Rejection {
-  error: SvcError;
-  /** History outcome; null for rejections that leave no row (the resolve gate). */
-  outcome: string | null;
-  /** How the row keeps the value: whole for STALE/STALE_PREMISE, capped for the rest. */
-  keep: 'whole' | 'capped' | 'none';
-}
-
 /** What each write operation plugs into the shared pipeline. */
 export interface WriteOp<B> {
   op: 'put' | 'append' | 'claim';
@@ -251,38 +243,31 @@ export interface WriteOp<B> {
   checkValue?(b: B, access: Access, field: string, def: FieldDef): void;
   /** What a rejection's history row records from a body that may be unparseable. */
   lenient(body: Record<string, unknown>): WriteFacts;
-  /** What an applied or in-transaction rejection row records from the parsed body. */
+  /** What the parsed body gives the evidence check and an EVIDENCE_REQUIRED history row. */
   facts(b: B): WriteFacts;
   /** Explicit premises; null when the body has no `based_on` key (then inference may apply). */
   premises(b: B): StoredPremise[] | null;
   /** Step 12: `class` = when the class or field says requireEvidence; `always` (append). */
   needsEvidence: 'class' | 'always' | 'never';
-  /** Step 13 (versioned put). */
-  stale?(tx: WriteTx, b: B, access: Access, field: string, def: FieldDef): Rejection | null;
-  /** The resolve gate between STALE and STALE_PREMISE (put). */
-  gate?(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string): Promise<Rejection | null>;
-  /** Everything passed: change the field. `basedOn` is what to store (explicit or inferred). */
-  apply?(tx: WriteTx, b: B, ctx: Ctx, access: Access, field: string, def: FieldDef, basedOn: StoredPremise[] | null): Promise<Outcome>;
   /**
-   * Everything from the lock on, in one database call that decides and applies (claim: HELD
-   * is the only check left and nothing follows it); replaces the transaction below.
+   * Everything from the lock on, in one database call that decides under the record's lock
+   * and applies, or refuses writing the rejection's history row (kslate_write, kslate_claim),
+   * turned into the answer.
    */
-  direct?(b: B, ctx: Ctx, access: Access, field: string, id: string): Promise<Outcome>;
-  /**
-   * The one-round-trip path (put, append): the write `Db.tryWrite` applies when the version
-   * and premise checks hold under the lock, or null when this write must take the full
-   * transaction (a check tryWrite does not make, such as the resolve gate).
-   */
-  fast?: {
-    write(b: B, ctx: Ctx, access: Access, field: string, def: FieldDef, basedOn: StoredPremise[] | null): FastWrite | null;
-    outcome(ctx: Ctx, access: Access, field: string, applied: { version: number; record_version: number; created: boolean }): Outcome;
-  };
+  write(b: B, t: WriteTarget): Promise<Outcome>;
 }
 
-/** What a write operation hands `Db.tryWrite`. */
-export interface FastWrite {
-  write: TryWrite['write'];
-  expectVersion: number | null;
+/** Where a write goes, once every check before the lock has passed. */
+export interface WriteTarget {
+  ctx: Ctx;
+  access: Access;
+  id: string;
+  field: string;
+  def: FieldDef;
+  /** The premises to check under the lock: explicit, or inferred from the scope's reads. */
+  premises: StoredPremise[];
+  /** What the write stores as its premises (explicit or inferred); null when none. */
+  basedOn: StoredPremise[] | null;
 }
 
 /** What a history row records about a write attempt. */
@@ -314,7 +299,7 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
 
   const reject = async (error: SvcError, outcome: string): Promise<never> => {
     const facts = op.lenient(lenientObject(input.body));
-    await ctx.db.insertRejection(await historyRow(ctx, className, id, field, op.op, outcome, facts, 'capped'));
+    await ctx.db.insertRejection(await historyRow(ctx, className, id, field, op.op, outcome, facts));
     throw error;
   };
 
@@ -369,94 +354,93 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
     op.needsEvidence === 'always' || (op.needsEvidence === 'class' && (access.cls.spec.requireEvidence || def.requireEvidence));
   const evidenceMissing = wantsEvidence && (typeof facts.evidence !== 'string' || facts.evidence.trim() === '');
 
-  // The common case in one round trip: every check left is judged under the lock by
-  // tryWrite, which writes nothing when one fails; the full transaction below then decides
-  // the exact rejection (with its history row) under a fresh lock.
-  const fast = op.fast && !evidenceMissing ? op.fast.write(b, ctx, access, field, def, basedOn) : null;
-  const applied = fast ? await ctx.db.tryWrite({ class: className, rid: id, ...fast, premises }) : null;
-
-  const lockNames = [...new Set([field, ...premises.map((p) => p.field)])];
-  const result = op.direct
-    ? await op.direct(b, ctx, access, field, id)
-    : applied
-      ? op.fast!.outcome(ctx, access, field, applied)
-      : await ctx.db.write(className, id, lockNames, async (tx) => {
-    const rejected = async (r: Rejection) => {
-      if (r.outcome) await tx.insertHistory(await historyRow(ctx, className, id, field, op.op, r.outcome, facts, r.keep));
-      return r.error;
-    };
-    // Step 11 (HELD) is claim's alone, decided with the claim in one call (`direct`).
-    if (evidenceMissing) {
-      // 12
-      return rejected({
-        error: new SvcError(
-          'EVIDENCE_REQUIRED',
-          `Writes to field "${field}" of class "${className}" need \`evidence\`: say what the value is based on.`,
-          { record: access.record, field },
-        ),
-        outcome: 'evidence_required',
-        keep: 'capped',
-      });
-    }
-    const stale = op.stale?.(tx, b, access, field, def); // 13
-    if (stale) return rejected(stale);
-    const gate = await op.gate?.(tx, b, ctx, access, field); // the resolve gate
-    if (gate) return rejected(gate);
-    const movedRejection = premiseRejection(tx, ctx, access, field, premises); // 14
-    if (movedRejection) return rejected(movedRejection);
-    return op.apply!(tx, b, ctx, access, field, def, basedOn);
-  });
-  if (result instanceof SvcError) throw result;
-  // The writer knows the version it just wrote: later inferred premises start from it.
-  const written = op.op === 'append' ? result.body.seq : result.body.version;
-  if (op.op !== 'claim' && typeof written === 'number') {
-    await recordReads(ctx, className, [{ rid: id, field, version: written }]);
+  // 11 HELD is claim's alone and decided in its statement; 12 needs nothing of the record.
+  if (evidenceMissing) {
+    await ctx.db.insertRejection(await historyRow(ctx, className, id, field, op.op, 'evidence_required', facts));
+    throw evidenceError(access, field);
   }
+  // 13, the resolve gate and 14 (a claim: 11) under the record's lock, in one statement that
+  // applies the write or writes the rejection's history row.
+  const result = await op.write(b, { ctx, access, id, field, def, premises, basedOn });
+  await recordOwnWrite(ctx, className, id, field, op.op, result);
   return result;
 }
 
-/**
- * Step 14: premises whose field moved since the version the writer read. A fence premise
- * also needs the writer to hold the task's lease, unexpired by the database clock.
- */
-function premiseRejection(tx: WriteTx, ctx: Ctx, access: Access, field: string, premises: StoredPremise[]): Rejection | null {
-  const moved = [];
-  for (const p of premises) {
-    const cur = tx.fields.get(p.field);
-    const curVersion = cur?.version ?? 0;
-    const fenceLost =
-      p.kind === 'fence' &&
-      !(cur?.owner === ctx.identity.author && cur.lease_expires_at && cur.lease_expires_at.getTime() > tx.dbNow.getTime());
-    if (curVersion !== p.version || fenceLost) {
-      moved.push({
-        field: p.field,
-        your_version: p.version,
-        current_version: curVersion,
-        current_author: cur?.author ?? null,
-        current_evidence: cur?.evidence ?? null,
-      });
-    }
+/** The writer knows the version it just wrote: later inferred premises start from it. */
+async function recordOwnWrite(ctx: Ctx, className: string, id: string, field: string, op: WriteOp<unknown>['op'], result: Outcome): Promise<void> {
+  const written = op === 'append' ? result.body.seq : result.body.version;
+  if (op !== 'claim' && typeof written === 'number') {
+    await recordReads(ctx, className, [{ rid: id, field, version: written }]);
   }
-  if (moved.length === 0) return null;
-  const own = tx.fields.get(field);
-  return {
-    error: new SvcError(
-      'STALE_PREMISE',
-      `The write rests on ${moved.map((m) => `"${m.field}"`).join(', ')}, which moved since you read ${moved.length > 1 ? 'them' : 'it'}${premises.some((p) => p.kind === 'fence') ? ' (or your lease on a fence premise is gone)' : ''}; re-read the record and decide again.`,
-      {
-        record: access.record,
-        field,
-        current_version: own?.version ?? 0,
-        current_author: own?.author ?? null,
-        moved,
-      },
-    ),
-    outcome: 'stale_premise',
-    keep: 'whole',
-  };
 }
 
-/** Build a history row; `capped` keeps the value up to 64 KiB, then its size and SHA-256. */
+function evidenceError(access: Access, field: string): SvcError {
+  return new SvcError(
+    'EVIDENCE_REQUIRED',
+    `Writes to field "${field}" of class "${access.cls.name}" need \`evidence\`: say what the value is based on.`,
+    { record: access.record, field },
+  );
+}
+
+/** How a write operation answers the rejections only it can meet (put: STALE and the resolve gate). */
+export interface OwnRejections {
+  stale?(r: Extract<WriteResult, { outcome: 'stale' }>): SvcError;
+  gate?(missing: string[]): SvcError;
+}
+
+/**
+ * A put or append decided and applied under the record's lock in one round trip
+ * (`Db.writeField`): the applied versions, or the rejection thrown as the spec's error (its
+ * history row already written by the same statement).
+ */
+export async function writeField(
+  t: WriteTarget,
+  w: Pick<WriteRequest, 'kind' | 'op' | 'value' | 'evidence' | 'invocation' | 'expectVersion' | 'expected_version' | 'requiredCheckpoints'>,
+  own: OwnRejections,
+): Promise<{ version: number; record_version: number; created: boolean }> {
+  const r = await t.ctx.db.writeField({
+    class: t.access.cls.name,
+    rid: t.id,
+    field: t.field,
+    author: t.ctx.identity.author,
+    identity_strength: t.ctx.identity.strength,
+    based_on: t.basedOn,
+    premises: t.premises,
+    ...w,
+  });
+  switch (r.outcome) {
+    case 'applied':
+      return r;
+    case 'stale':
+      throw own.stale!(r);
+    case 'invalid_checkpoint':
+      throw own.gate!(r.missing);
+    case 'stale_premise':
+      throw premiseError(t, r);
+  }
+}
+
+/** 14 STALE_PREMISE: the premises that moved since the writer read them (a fence: or its lease is gone). */
+function premiseError(t: WriteTarget, r: Extract<WriteResult, { outcome: 'stale_premise' }>): SvcError {
+  const { moved } = r;
+  return new SvcError(
+    'STALE_PREMISE',
+    `The write rests on ${moved.map((m) => `"${m.field}"`).join(', ')}, which moved since you read ${moved.length > 1 ? 'them' : 'it'}${t.premises.some((p) => p.kind === 'fence') ? ' (or your lease on a fence premise is gone)' : ''}; re-read the record and decide again.`,
+    {
+      record: t.access.record,
+      field: t.field,
+      current_version: r.current_version,
+      current_author: r.current_author,
+      moved,
+    },
+  );
+}
+
+/**
+ * The history row of a rejection decided in the gateway (scope, identity, evidence): the value
+ * kept up to 64 KiB, then its size and SHA-256. (STALE and STALE_PREMISE rows, which keep the
+ * whole value, are written by the statement that decides them.)
+ */
 export async function historyRow(
   ctx: Ctx,
   cls: string,
@@ -465,14 +449,13 @@ export async function historyRow(
   op: HistoryInsert['op'],
   outcome: string,
   facts: WriteFacts,
-  keep: Rejection['keep'],
 ): Promise<HistoryInsert> {
   let value: HistoryValue = { kind: 'none' };
-  if (facts.hasValue && keep !== 'none') {
+  if (facts.hasValue) {
     const text = JSON.stringify(facts.value);
     const size = byteLength(text);
     value =
-      keep === 'capped' && size > 64 * KIB
+      size > 64 * KIB
         ? { kind: 'digest', size, sha256: await sha256Hex(text) }
         : { kind: 'whole', value: facts.value };
   }

@@ -1,17 +1,17 @@
 /**
  * put: PUT /v1/records/{class}/{id}/fields/{field} — write a versioned or soft field.
  * Versioned fields compare `expected_version` under the row lock (STALE with a diff);
- * soft fields ignore it.
+ * soft fields ignore it. STALE, the resolve gate and STALE_PREMISE are decided by
+ * kslate_write (migration 0010); this file builds their answers.
  */
 import * as v from 'valibot';
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
-import type { FieldRow, StoredPremise } from '../db/port.js';
+import type { FieldRow } from '../db/port.js';
 import { basedOnSchema, bodyObject, issuesMessage, declareNoPremisesSchema, resolvePremises, lenientInvocation, lenientPremises, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { byteLength, formatTime, KIB } from './format.js';
-import { canRead, runWrite, type Access, type Outcome, type Rejection, type WriteFacts, type WriteOp } from './pipeline.js';
-import type { FieldDef } from './types.js';
+import { canRead, runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
 import { valueProblem } from './values.js';
 
 export interface PutInput {
@@ -141,44 +141,26 @@ const putOp: WriteOp<PutBody> = {
     return b.based_on ?? null;
   },
 
-  stale(tx, b, access, field): Rejection | null {
-    if (b.soft) return null;
-    const cur = tx.fields.get(field);
-    const current = cur?.version ?? 0;
-    if (current === b.expected_version) return null;
-    return { error: staleError(cur, b, access, field, current), outcome: 'stale', keep: 'whole' };
-  },
-
-  async gate(tx, b, ctx, access, field): Promise<Rejection | null> {
-    if (!gated(b, access, field)) return null;
-    const required = access.cls.spec.checkpoint?.requiredForResolve ?? [];
-    const saved = new Set(await tx.checkpointRoles());
-    const missing = required.filter((r) => !saved.has(r));
-    if (missing.length === 0) return null;
-    return {
-      error: new SvcError(
-        'INVALID_CHECKPOINT',
-        `status may be set to resolved only after role(s) ${missing.map((m) => `"${m}"`).join(', ')} saved a checkpoint on this record (PUT .../checkpoint).`,
-        { field, record: access.record },
-      ),
-      outcome: null,
-      keep: 'none',
-    };
-  },
-
-  async apply(tx, b, ctx, access, field, def, basedOn): Promise<Outcome> {
-    const version = (tx.fields.get(field)?.version ?? 0) + 1;
-    const res = await tx.applyField({ ...fieldWrite(b, ctx, field, def, basedOn), version });
-    return outcome(ctx, access, field, { ...res, version });
-  },
-
-  fast: {
-    write(b, ctx, access, field, def, basedOn) {
-      // The resolve gate reads the record's checkpoints: the full transaction judges it.
-      if (gated(b, access, field)) return null;
-      return { write: fieldWrite(b, ctx, field, def, basedOn), expectVersion: b.soft ? null : b.expected_version };
-    },
-    outcome,
+  async write(b, t): Promise<Outcome> {
+    const { ctx, access, field, def } = t;
+    const done = await writeField(
+      t,
+      {
+        kind: def.kind as 'versioned' | 'soft',
+        op: 'put',
+        value: b.value,
+        evidence: b.evidence,
+        invocation: b.invocation,
+        expectVersion: b.soft ? null : b.expected_version,
+        expected_version: b.expected_version,
+        requiredCheckpoints: gated(b, access, field) ? (access.cls.spec.checkpoint?.requiredForResolve ?? []) : null,
+      },
+      {
+        stale: (r) => staleError(r.current ?? undefined, b, access, field, r.current_version),
+        gate: (missing) => gateError(access, field, missing),
+      },
+    );
+    return outcome(ctx, access, field, done);
   },
 };
 
@@ -186,21 +168,6 @@ const putOp: WriteOp<PutBody> = {
 function gated(b: PutBody, access: Access, field: string): boolean {
   const required = access.cls.spec.checkpoint?.requiredForResolve ?? [];
   return field === 'status' && b.value === 'resolved' && required.length > 0;
-}
-
-/** The field write of an applied put, on either path; the version is decided under the lock. */
-function fieldWrite(b: PutBody, ctx: Ctx, field: string, def: FieldDef, basedOn: StoredPremise[] | null) {
-  return {
-    field,
-    kind: def.kind as 'versioned' | 'soft',
-    value: b.value,
-    author: ctx.identity.author,
-    identity_strength: ctx.identity.strength,
-    evidence: b.evidence,
-    based_on: basedOn,
-    invocation: b.invocation,
-    history: { op: 'put' as const, expected_version: b.expected_version },
-  };
 }
 
 function outcome(ctx: Ctx, access: Access, field: string, res: { version: number; record_version: number; created: boolean }): Outcome {
@@ -211,7 +178,16 @@ function outcome(ctx: Ctx, access: Access, field: string, res: { version: number
   };
 }
 
-function staleError(cur: FieldRow | undefined, b: PutBody, access: Parameters<typeof canRead>[0], field: string, current: number) {
+/** The resolve gate: INVALID_CHECKPOINT naming the roles that have not checkpointed. */
+function gateError(access: Access, field: string, missing: string[]): SvcError {
+  return new SvcError(
+    'INVALID_CHECKPOINT',
+    `status may be set to resolved only after role(s) ${missing.map((m) => `"${m}"`).join(', ')} saved a checkpoint on this record (PUT .../checkpoint).`,
+    { field, record: access.record },
+  );
+}
+
+function staleError(cur: Pick<FieldRow, 'value' | 'author' | 'evidence' | 'updated_at'> | undefined, b: PutBody, access: Parameters<typeof canRead>[0], field: string, current: number) {
   // A role that may write but not read the field learns only that it moved.
   const readable = canRead(access, field);
   return new SvcError(

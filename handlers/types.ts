@@ -16,6 +16,18 @@ export interface Identity {
   strength: Strength;
 }
 
+/** What a provider may ask of the request whose token it judges. */
+export interface AuthAttempt {
+  /**
+   * Called before a check that costs a call to someone else (a TokenReview): spends one
+   * token of the client address's rejected-credential budget up front, returned if the
+   * credential is accepted, and throws SvcError RATE_LIMITED while the budget is spent. So a
+   * flood of made-up tokens from one address is refused before it reaches the identity
+   * provider, not after each review came back. Once per request at most.
+   */
+  charge(): void;
+}
+
 /** One entry of the `--identity` list: answers null when the token is not its kind. */
 export interface IdentityProvider {
   readonly kind: string;
@@ -24,9 +36,15 @@ export interface IdentityProvider {
    * tried). Throws SvcError UNAUTHENTICATED for a token that is this provider's but bad, and
    * UNAVAILABLE (503) when the provider cannot judge right now (its issuer or API is down).
    */
-  authenticate(token: string): Promise<Identity | null>;
+  authenticate(token: string, attempt?: AuthAttempt): Promise<Identity | null>;
   /** Why the provider cannot verify tokens yet (shown by /readyz), or null when it can. */
   notReady?(): string | null;
+  /**
+   * The OAuth authorization server (issuer) a client can get this provider's tokens from
+   * (oidc); the gateway names it in its protected resource metadata (RFC 9728) so that MCP
+   * clients can sign in there.
+   */
+  readonly authorizationServer?: string;
 }
 
 export type FieldKind = 'versioned' | 'soft' | 'append' | 'task';

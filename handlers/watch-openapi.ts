@@ -29,7 +29,7 @@ export const watchChange = v.strictObject({
 
 const endEvent = v.pipe(
   v.looseObject({
-    reason: v.picklist(['slow', 'shutdown', 'revoked', 'recreated', 'error']),
+    reason: v.picklist(['slow', 'shutdown', 'revoked', 'recreated', 'max_age', 'error']),
     message: v.string(),
   }),
   d('The last event of a stream the gateway ends; for `error` also the error body (error, ...).'),
@@ -43,7 +43,7 @@ const LAST_EVENT_ID = {
   description: 'Resume right after this event (the id of the last event received); wins over the query parameter.',
 };
 const STREAM =
-  'Server-Sent Events: `open` (where it starts), `change` (id: the resume token), comment-line heartbeats, and `end` when the gateway ends it. Every refusal is an ordinary JSON error before the stream.';
+  'Server-Sent Events: `open` (where it starts), `change` (id: the resume token), comment-line heartbeats, and `end` when the gateway ends it. Every refusal is an ordinary JSON error before the stream; 429 RATE_LIMITED also when your identity already holds its maximum of open streams (--watch-max-streams-per-identity).';
 
 export const WATCH_ROUTES: RouteDoc[] = [
   {

@@ -21,7 +21,7 @@ import { formatTime } from './format.js';
 import { parseCount } from './limits.js';
 import { authorize, canRead, checkParams, checkRecordId, checkScopeOwner, visiblePremises, type Access, type Outcome } from './pipeline.js';
 import type { HttpInput, Operation } from './index.js';
-import type { FeedItem, Subscription, WatchFeed, WatchItem, WatchStream } from './watch-feed.js';
+import type { EndReason, FeedItem, Subscription, WatchFeed, WatchItem, WatchStream } from './watch-feed.js';
 
 export interface WatchRecordInput {
   class: string;
@@ -57,8 +57,13 @@ export const watchClassParams = v.strictObject({
   ),
 });
 
-/** How often a stream re-reads the caller's roles (the class cache refreshes once a second). */
+/**
+ * How often a stream re-reads the caller's roles (the class cache refreshes once a second)
+ * and re-authenticates its credential, before the next change or heartbeat it sends.
+ */
 const ROLE_RECHECK_MS = 1_000;
+/** The longest a timer may wait (setTimeout's limit); a stream due later wakes and waits again. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function feedOf(ctx: Ctx): WatchFeed {
   if (!ctx.watch) {
@@ -94,7 +99,7 @@ export async function watchRecord(ctx: Ctx, input: WatchRecordInput): Promise<Ou
     }
     after = row?.record_version ?? 0;
   }
-  const sub = await feed.subscribe({ kind: 'record', class: input.class, rid: input.id, afterRecordVersion: after });
+  const sub = await feed.subscribe({ kind: 'record', class: input.class, rid: input.id, afterRecordVersion: after }, ctx.identity.author);
   const open: WatchItem = { type: 'open', id: String(after), data: { record: access.record, record_version: after } };
   return { body: {}, stream: render(ctx, access, sub, open, async (row) => String(row.record_version)) };
 }
@@ -129,7 +134,7 @@ export async function watchClass(ctx: Ctx, input: WatchClassInput): Promise<Outc
     after = { tx: c.tx, id: c.id };
     at = c.at;
   }
-  const sub = await feed.subscribe({ kind: 'class', class: input.class, after });
+  const sub = await feed.subscribe({ kind: 'class', class: input.class, after }, ctx.identity.author);
   const start = sub.start!;
   const open: WatchItem = {
     type: 'open',
@@ -160,55 +165,126 @@ const END_MESSAGES = {
   slow: 'The stream fell too far behind (the client did not read fast enough) and was closed; reconnect with your last event id.',
   shutdown: 'The gateway is shutting down; reconnect (to another replica) with your last event id.',
   revoked: 'Your role in the class no longer allows this watch; the stream is closed.',
+  credential: 'Your credential is no longer accepted (revoked or expired); reconnect with a valid one and your last event id.',
+  max_age: 'The stream reached its maximum age (--watch-max-age); reconnect with your last event id to go on.',
   recreated:
     'The record expired and was written again: a new record under the same id, whose record_version starts at 1; reconnect with from_record_version=0.',
 } as const;
 
-/** The rendered stream: the open item, then each change the caller may read, heartbeats, and an end. */
+/** Settles with the first of `p` and a timer of `ms` (null). */
+function firstOf<T>(p: Promise<T>, ms: number): Promise<T | null> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => resolve(null), Math.max(0, Math.min(ms, MAX_TIMER_MS)));
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
+  });
+}
+
+/**
+ * The rendered stream: the open item, then each change the caller may read, heartbeats, and
+ * an end. Before it sends anything (at most once a second) it re-reads the caller's roles
+ * and re-authenticates the credential the stream was opened with; it also does so when the
+ * credential expires (a JWT's `exp`), without waiting for a change. A stream lives at most
+ * the feed's maxAgeMs (spread over its last tenth, so streams opened together do not all
+ * end together), then ends `max_age` and the client resumes with its last id.
+ */
 function render(ctx: Ctx, initial: Access, sub: Subscription, open: WatchItem, idOf: (row: ChangeRow) => Promise<string>): WatchStream {
   let access = initial;
   let checkedAt = Date.now();
-  /** The caller's roles as the class registry has them now (a manifest may have changed). */
-  const recheck = async (): Promise<boolean> => {
-    if (Date.now() - checkedAt < ROLE_RECHECK_MS) return true;
+  const endAt = Date.now() + (ctx.watch?.maxAgeMs ?? Infinity) * (1 - Math.random() / 10);
+  /** When the credential must be checked again without waiting for an item (its expiry). */
+  let credentialDue = ctx.credential?.expiresAt ?? Infinity;
+  let settle!: (reason: EndReason | 'closed') => void;
+  const ended = new Promise<EndReason | 'closed'>((r) => (settle = r));
+  // The hub ends it too (slow, shutdown, recreated): the transport stops waiting on the client then.
+  void sub.ended.then((reason) => settle(reason));
+
+  /** Whether the credential still names the caller; an outage keeps the stream going (it is checked again). */
+  const credentialHolds = async (): Promise<boolean> => {
+    const cred = ctx.credential;
+    if (!cred) return true;
+    let ok: boolean;
+    try {
+      ok = await cred.check();
+    } catch (e) {
+      ctx.log.debug('watch: the credential could not be checked again now; the stream goes on', {
+        request_id: ctx.requestId,
+        error: e instanceof Error ? e.message : String(e),
+      });
+      return true;
+    }
+    // Still accepted past its expiry (a provider's clock tolerance): look again shortly.
+    if (ok) credentialDue = Math.max(cred.expiresAt ?? Infinity, Date.now() + ROLE_RECHECK_MS);
+    return ok;
+  };
+  /** The caller's roles as the class registry has them now (a manifest may have changed), and its credential. */
+  const recheck = async (): Promise<'ok' | 'revoked' | 'credential'> => {
+    if (Date.now() - checkedAt < ROLE_RECHECK_MS) return 'ok';
     checkedAt = Date.now();
+    if (!(await credentialHolds())) return 'credential';
     try {
       access = { ...(await authorize(ctx, initial.cls.name, 'read')), record: initial.record };
-      return true;
+      return 'ok';
     } catch (e) {
-      if (e instanceof SvcError && (e.code === 'NO_ROLE' || e.code === 'NOT_FOUND')) return false;
+      if (e instanceof SvcError && (e.code === 'NO_ROLE' || e.code === 'NOT_FOUND')) return 'revoked';
       throw e;
     }
   };
+  const end = (why: EndReason | 'credential'): WatchItem => {
+    const reason = why === 'credential' ? 'revoked' : why;
+    if (reason === 'revoked' || reason === 'max_age') sub.close(reason);
+    settle(reason);
+    return { type: 'end', reason, message: END_MESSAGES[why] };
+  };
   async function* items(): AsyncGenerator<WatchItem> {
+    /** The feed's next item, asked for once the previous one was sent; kept across a timer's wake. */
+    let pending: Promise<FeedItem> | null = null;
     try {
       yield open;
       for (;;) {
-        const item: FeedItem = await sub.next();
-        if (item.type === 'heartbeat') {
-          if (!(await recheck())) {
-            yield { type: 'end', reason: 'revoked', message: END_MESSAGES.revoked };
-            return;
-          }
-          yield item;
-        } else if (item.type === 'end') {
-          if (item.reason === 'closed') return; // the client went away: nobody to tell
-          yield { type: 'end', reason: item.reason, message: END_MESSAGES[item.reason] };
+        const now = Date.now();
+        if (now >= endAt) {
+          yield end('max_age');
           return;
-        } else {
-          if (!(await recheck())) {
-            yield { type: 'end', reason: 'revoked', message: END_MESSAGES.revoked };
-            return;
-          }
+        }
+        if (now >= credentialDue && !(await credentialHolds())) {
+          yield end('credential');
+          return;
+        }
+        pending ??= sub.next();
+        const item = await firstOf(pending, Math.min(endAt, credentialDue) - now);
+        if (item === null) continue; // a deadline came first: see above
+        pending = null;
+        if (item.type === 'end') {
+          if (item.reason === 'closed') return; // the client went away: nobody to tell
+          yield end(item.reason);
+          return;
+        }
+        const why = await recheck();
+        if (why !== 'ok') {
+          yield end(why);
+          return;
+        }
+        if (item.type === 'heartbeat') yield item;
+        else {
           const data = renderChange(item.row, access);
           if (data) yield { type: 'change', id: await idOf(item.row), data };
         }
       }
     } finally {
       sub.close();
+      settle('closed');
     }
   }
-  return { items: items(), close: () => sub.close(), ended: sub.ended };
+  return { items: items(), close: () => sub.close(), ended };
 }
 
 /** A change as the caller may see it, or null when its field is outside the caller's read scope. */

@@ -12,6 +12,8 @@ export interface Config {
   grpcPort: number;
   metricsPort: number;
   maxConns: number;
+  /** Connections one client address may hold at once (0: no per-address cap). */
+  maxConnsPerAddress: number;
   /** Close a connection that has not sent a complete request head (HTTP) or anything (gRPC) by then. */
   headerTimeoutMs: number;
   /** Close a connection that has not sent a whole request (head and body) by then. */
@@ -57,8 +59,18 @@ export interface Config {
   watchMaxStreams: number;
   watchQueue: number;
   watchRetentionMs: number;
-  /** MCP sessions for resource subscriptions (docs/mcp.md, "Subscriptions"): per-process and per-session caps, idle expiry. */
+  /** Watch streams per identity (at most watchMaxStreams). */
+  watchMaxStreamsPerIdentity: number;
+  /** Bytes of one stream's catch-up read; bytes all streams together hold for their clients. */
+  watchStreamBufferBytes: number;
+  watchBufferBytes: number;
+  /** A stream whose client has not taken its last event for this long ends `slow`. */
+  watchSlowTimeoutMs: number;
+  /** A stream ends `max_age` after this long (clients resume with their last id). */
+  watchMaxAgeMs: number;
+  /** MCP sessions for resource subscriptions (docs/mcp.md, "Subscriptions"): per-process, per-identity and per-session caps, idle expiry. */
   mcpMaxSessions: number;
+  mcpMaxSessionsPerIdentity: number;
   mcpMaxSubscriptions: number;
   mcpSessionIdleMs: number;
 }
@@ -79,6 +91,10 @@ export const FLAGS: Record<string, FlagSpec> = {
   'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
   'metrics-port': { env: 'KSLATE_METRICS_PORT', help: 'metrics, /readyz and /healthz port', default: '9100' },
   'max-conns': { env: 'KSLATE_MAX_CONNS', help: 'concurrent connections', default: '4096' },
+  'max-conns-per-address': {
+    env: 'KSLATE_MAX_CONNS_PER_ADDRESS',
+    help: 'concurrent connections from one client address (at most --max-conns; 0 = no cap); default 256, or no cap with --trust-proxy (the peer is then the proxy)',
+  },
   'header-timeout': {
     env: 'KSLATE_HEADER_TIMEOUT',
     help: 'close a connection that sent no complete request head (or gRPC preface) within this; also the keep-alive idle limit (at most 5s)',
@@ -90,7 +106,7 @@ export const FLAGS: Record<string, FlagSpec> = {
   classes: { env: 'KSLATE_CLASSES', help: 'directory of SharedContext manifests to reconcile' },
   'sweep-interval': {
     env: 'KSLATE_SWEEP_INTERVAL',
-    help: 'serve: also run the sweep in-process this often (e.g. 60s); worker: the sweep interval (default 60s)',
+    help: 'serve: also run the sweep in-process this often (e.g. 60s), none when unset; worker: its interval (60s), dev: 10s',
   },
   'sweep-budget': {
     env: 'KSLATE_SWEEP_BUDGET',
@@ -150,10 +166,40 @@ export const FLAGS: Record<string, FlagSpec> = {
     help: 'how far back a class watch cursor may resume; older answers 410 EXPIRED',
     default: '1h',
   },
+  'watch-max-streams-per-identity': {
+    env: 'KSLATE_WATCH_MAX_STREAMS_PER_IDENTITY',
+    help: 'open watch streams (and MCP subscriptions) of one identity per gateway, at most --watch-max-streams; beyond it a watch answers 429 RATE_LIMITED',
+    default: '256',
+  },
+  'watch-stream-buffer': {
+    env: 'KSLATE_WATCH_STREAM_BUFFER',
+    help: 'bytes a watch stream reads at a time to catch up, sent before it reads more (a larger change is read alone); e.g. 1Mi',
+    default: '1Mi',
+  },
+  'watch-buffer': {
+    env: 'KSLATE_WATCH_BUFFER',
+    help: 'bytes all watch streams together may hold for their clients (catch-up reads, the event being written); beyond it streams wait their turn',
+    default: '64Mi',
+  },
+  'watch-slow-timeout': {
+    env: 'KSLATE_WATCH_SLOW_TIMEOUT',
+    help: 'a watch stream whose client has not taken its last event (the socket does not drain) for this long ends (slow)',
+    default: '30s',
+  },
+  'watch-max-age': {
+    env: 'KSLATE_WATCH_MAX_AGE',
+    help: 'a watch stream ends (max_age) after this long (spread over its last tenth); clients resume with their last event id',
+    default: '1h',
+  },
   'mcp-max-sessions': {
     env: 'KSLATE_MCP_MAX_SESSIONS',
     help: 'MCP sessions (/mcp/session, for resource subscriptions) per gateway; beyond it an initialize answers 503 UNAVAILABLE',
     default: '256',
+  },
+  'mcp-max-sessions-per-identity': {
+    env: 'KSLATE_MCP_MAX_SESSIONS_PER_IDENTITY',
+    help: 'MCP sessions of one identity per gateway, at most --mcp-max-sessions; beyond it an initialize answers 429 RATE_LIMITED',
+    default: '64',
   },
   'mcp-max-subscriptions': { env: 'KSLATE_MCP_MAX_SUBSCRIPTIONS', help: 'resource subscriptions per MCP session', default: '64' },
   'mcp-session-idle': {
@@ -163,6 +209,16 @@ export const FLAGS: Record<string, FlagSpec> = {
   },
   'data-dir': { env: 'KSLATE_DATA_DIR', help: 'dev only: where the embedded PostgreSQL keeps its data', default: '.kslate' },
   'dev-pg-port': { env: 'KSLATE_DEV_PG_PORT', help: "dev only: the embedded PostgreSQL's port", default: '54329' },
+};
+
+/**
+ * Defaults a command has of its own, over FLAGS' (decisions §6: the worker sweeps every 60s with
+ * metrics on 9090; `kslate dev` runs the examples with API keys). Its `--help` shows these.
+ */
+export const COMMAND_DEFAULTS: Record<string, Record<string, string>> = {
+  worker: { 'sweep-interval': '60s', 'metrics-port': '9090' },
+  // One embedded PostgreSQL for development: no standby to fail over to (docs/ha.md).
+  dev: { identity: 'apikey', apikeys: 'examples/apikeys.yaml', classes: 'examples/classes', 'sweep-interval': '10s', 'allow-async-replication': 'true' },
 };
 
 export class ConfigError extends Error {}
@@ -251,6 +307,34 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   if (allowAsync !== 'true' && allowAsync !== 'false') {
     throw new ConfigError(`--allow-async-replication (KSLATE_ALLOW_ASYNC_REPLICATION) must be true or false; got "${allowAsync}".`);
   }
+  const bytes = (flag: string): number => {
+    const s = raw(flag) ?? '';
+    const n = parseBytes(s);
+    if (n === null || n < 1024) {
+      throw new ConfigError(`--${flag} (${FLAGS[flag].env}) must be a size of at least 1Ki, in bytes or with Ki, Mi or Gi (e.g. 1Mi); got "${s}".`);
+    }
+    return n;
+  };
+  /** A per-caller cap: at most the process-wide one it divides (given above it, it is refused; by default it is lowered). */
+  const perCaller = (flag: string, globalFlag: string, global: number, min = 1): number => {
+    const given = values[flag] ?? env[FLAGS[flag].env] ?? defaults[flag];
+    const n = int(flag, min, 1_000_000);
+    if (given === undefined || given === '') return Math.min(n, global);
+    if (n > global) {
+      throw new ConfigError(
+        `--${flag} (${FLAGS[flag].env}) must be at most --${globalFlag} (${FLAGS[globalFlag].env}, ${global}); got ${n}.`,
+      );
+    }
+    return n;
+  };
+  const maxConns = int('max-conns', 1, 1_000_000);
+  const trustProxy = int('trust-proxy', 0, 32);
+  const perAddressGiven = values['max-conns-per-address'] ?? env[FLAGS['max-conns-per-address'].env] ?? defaults['max-conns-per-address'];
+  // Behind a proxy every connection comes from the proxy: no per-address cap unless asked for.
+  const maxConnsPerAddress =
+    perAddressGiven === undefined || perAddressGiven === '' ? (trustProxy > 0 ? 0 : Math.min(256, maxConns)) : perCaller('max-conns-per-address', 'max-conns', maxConns, 0);
+  const watchMaxStreams = int('watch-max-streams', 1, 1_000_000);
+  const mcpMaxSessions = int('mcp-max-sessions', 1, 1_000_000);
   const ui = raw('ui') ?? 'true';
   if (ui !== 'true' && ui !== 'false') throw new ConfigError(`--ui (KSLATE_UI) must be true or false; got "${ui}".`);
   const uiSessionTtlMs = duration('ui-session-ttl', '8h or 30m');
@@ -263,7 +347,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     listenPort,
     grpcPort: int('grpc-port', 0, 65535),
     metricsPort: int('metrics-port', 0, 65535),
-    maxConns: int('max-conns', 1, 1_000_000),
+    maxConns,
+    maxConnsPerAddress,
     headerTimeoutMs,
     requestTimeoutMs,
     tlsCert: cert || undefined,
@@ -280,7 +365,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     oidcJwksUrl: raw('oidc-jwks-url') || undefined,
     oidcUsernameClaim: raw('oidc-username-claim') || 'sub',
     k8sAudience,
-    trustProxy: int('trust-proxy', 0, 32),
+    trustProxy,
     logLevel,
     dataDir: raw('data-dir') ?? '.kslate',
     drainTimeoutMs: duration('drain-timeout', '25s'),
@@ -292,11 +377,25 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     uiSessionTtlMs,
     watchPollMs: duration('watch-poll-interval', '100ms'),
     watchHeartbeatMs: duration('watch-heartbeat', '15s'),
-    watchMaxStreams: int('watch-max-streams', 1, 1_000_000),
+    watchMaxStreams,
     watchQueue: int('watch-queue', 1, 1_000_000),
     watchRetentionMs: duration('watch-retention', '1h'),
-    mcpMaxSessions: int('mcp-max-sessions', 1, 1_000_000),
+    watchMaxStreamsPerIdentity: perCaller('watch-max-streams-per-identity', 'watch-max-streams', watchMaxStreams),
+    watchStreamBufferBytes: bytes('watch-stream-buffer'),
+    watchBufferBytes: bytes('watch-buffer'),
+    watchSlowTimeoutMs: duration('watch-slow-timeout', '30s'),
+    watchMaxAgeMs: duration('watch-max-age', '1h'),
+    mcpMaxSessions,
+    mcpMaxSessionsPerIdentity: perCaller('mcp-max-sessions-per-identity', 'mcp-max-sessions', mcpMaxSessions),
     mcpMaxSubscriptions: int('mcp-max-subscriptions', 1, 1_000_000),
     mcpSessionIdleMs: duration('mcp-session-idle', '60s'),
   };
+}
+
+/** A size in bytes: an integer, optionally with a binary suffix (Ki, Mi, Gi) as Kubernetes quantities write it; null when malformed. */
+export function parseBytes(s: string): number | null {
+  const m = /^(\d{1,12})(Ki|Mi|Gi)?$/.exec(s.trim());
+  if (!m) return null;
+  const n = Number(m[1]) * (m[2] === 'Gi' ? 2 ** 30 : m[2] === 'Mi' ? 2 ** 20 : m[2] === 'Ki' ? 2 ** 10 : 1);
+  return Number.isSafeInteger(n) ? n : null;
 }

@@ -2,18 +2,18 @@
  * `kslate dev` (what `npm start` runs): an embedded PostgreSQL kept under ./.kslate/, the
  * example classes and keys, gateway and sweep in one process, loopback only.
  */
-import { chownSync, existsSync, mkdirSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import childProcess, { execFileSync } from 'node:child_process';
 import { syncBuiltinESMExports } from 'node:module';
 import type { Logger } from '../handlers/context.js';
-import { parseConfig } from './config.js';
+import { COMMAND_DEFAULTS, parseConfig, type Config } from './config.js';
 import { guardFaults } from './fault-guard.js';
 import { createLogger } from './logger.js';
-import { startGateway } from './serve.js';
-import { PortInUseError, StartupError } from './services.js';
+import { startGateway, type Gateway } from './serve.js';
+import { InUseError, PortInUseError, StartupError } from './startup-error.js';
 import { stopOnSignals } from './shutdown.js';
 
 export interface EmbeddedDb {
@@ -99,6 +99,34 @@ async function inOwnProcessGroup<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * The PostgreSQL already running on `dir` (its postmaster.pid names a live process), most
+ * likely another `kslate dev`: refused with one line naming the flag, before postgres fails on
+ * its lock file with nothing but "did not start".
+ */
+function ensureDataDirFree(dir: string): void {
+  const dataDir = resolve(dir, 'pg');
+  let lines: string[];
+  try {
+    lines = readFileSync(resolve(dataDir, 'postmaster.pid'), 'utf8').split('\n');
+  } catch {
+    return; // no PostgreSQL has it
+  }
+  const pid = Number(lines[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    // ESRCH: it died without removing its lock file, which PostgreSQL clears itself. EPERM: alive.
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return;
+  }
+  const port = lines[3]?.trim();
+  throw new InUseError(
+    `the data directory ${dataDir} is in use by another PostgreSQL (pid ${pid}${port ? `, port ${port}` : ''}), most likely another kslate dev; ` +
+      'give this one its own with --data-dir DIR (KSLATE_DATA_DIR), and --dev-pg-port and --listen if those are taken too.',
+  );
+}
+
 /** Refuse a taken port with one line before postgres fails on it less clearly. */
 function ensurePortFree(port: number): Promise<void> {
   return new Promise((resolvePromise, reject) => {
@@ -130,14 +158,7 @@ function postgresIds(): { uid: number; gid: number } {
 }
 
 export async function dev(argv: string[]): Promise<void> {
-  const cfg = parseConfig(argv, process.env, {
-    identity: 'apikey',
-    apikeys: 'examples/apikeys.yaml',
-    classes: 'examples/classes',
-    'sweep-interval': '10s',
-    // One embedded PostgreSQL for development: there is no standby to fail over to.
-    'allow-async-replication': 'true',
-  });
+  const cfg = parseConfig(argv, process.env, COMMAND_DEFAULTS.dev);
   const log = createLogger({ level: cfg.logLevel });
   guardFaults(log);
   if (!['127.0.0.1', 'localhost', '::1'].includes(cfg.listenHost)) {
@@ -145,6 +166,9 @@ export async function dev(argv: string[]): Promise<void> {
   }
   let db: EmbeddedDb | null = null;
   if (!cfg.databaseUrl) {
+    // The data directory first: a second kslate dev that forgot --data-dir is told about it even
+    // when it also kept the first one's --dev-pg-port.
+    ensureDataDirFree(cfg.dataDir);
     await ensurePortFree(cfg.devPgPort);
     const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
     db = await startEmbeddedPostgres(cfg.dataDir, cfg.devPgPort, log);
@@ -167,12 +191,35 @@ export async function dev(argv: string[]): Promise<void> {
       log.info('embedded PostgreSQL stopped');
     }
   });
-  process.stdout.write(
-    `\nkslate dev is running at ${gateway.url}\n` +
-      `  embedded PostgreSQL: ${db ? db.url : cfg.databaseUrl} (data in ${resolve(cfg.dataDir)})\n` +
-      `  classes: ${cfg.classesDir}   keys: ${cfg.apikeysFile}\n\n` +
-      `Try:\n  curl -s -H 'Authorization: Bearer alice-dev-key' ${gateway.url}/v1/classes\n\n`,
-  );
+  process.stdout.write(devBanner(cfg, gateway, db));
 }
 
 const SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
+
+/** What `kslate dev` serves and where: every transport, the console, the database. */
+export function devBanner(cfg: Config, gateway: Pick<Gateway, 'url' | 'metricsUrl' | 'grpcPort'>, db: EmbeddedDb | null): string {
+  const host = cfg.listenHost.includes(':') ? `[${cfg.listenHost}]` : cfg.listenHost;
+  const row = (what: string, where: string) => `  ${what.padEnd(12)} ${where}\n`;
+  return (
+    `\nkslate dev is running at ${gateway.url}\n` +
+    row('HTTP/JSON', `${gateway.url}/v1/classes ...  (OpenAPI: ${gateway.url}/v1/openapi.json)`) +
+    row('web console', cfg.ui ? `${gateway.url}/ui  (sign in with an API key, e.g. alice-dev-key)` : 'off (--ui=false)') +
+    row('MCP', `${gateway.url}/mcp  (subscriptions: ${gateway.url}/mcp/session)`) +
+    row('gRPC', gateway.grpcPort ? `${host}:${gateway.grpcPort}  (svc.v1.SvcService)` : 'off; --grpc-port PORT turns it on') +
+    row('metrics', `${gateway.metricsUrl}/metrics`) +
+    row('PostgreSQL', db ? `${db.url}  (embedded, data in ${resolve(cfg.dataDir)})` : `${redactPassword(cfg.databaseUrl ?? '')}  (--database-url)`) +
+    row('classes', `${cfg.classesDir ?? '(none)'}   keys: ${cfg.apikeysFile ?? '(none)'}`) +
+    `\nTry:\n  curl -s -H 'Authorization: Bearer alice-dev-key' ${gateway.url}/v1/classes\n\n`
+  );
+}
+
+/** A database URL for the screen: its password replaced. */
+function redactPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}

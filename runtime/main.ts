@@ -1,31 +1,35 @@
-/** The `kslate` command line: serve, dev, sweep, migrate, classes check. */
+/**
+ * The `kslate` command line: serve, dev, worker, sweep, migrate, classes check. Each command's
+ * modules are loaded when it runs, so `kslate help` and `--help` load none of the gateway.
+ */
 import { readFileSync } from 'node:fs';
-import pg from 'pg';
-import { migrate } from '../db/migrate.js';
-import { createPool, PgDb } from '../db/kysely/index.js';
-import { readClassDir } from './classes/dir.js';
-import { sweep } from '../worker/sweep.js';
-import { classesCheck } from './classes-check.js';
-import { ConfigError, FLAGS, parseConfig, type Config } from './config.js';
 import type { Logger } from '../handlers/context.js';
+import { COMMAND_DEFAULTS, ConfigError, FLAGS, parseConfig, type Config } from './config.js';
+import { warnIfClearText } from './db-url.js';
 import { describeError } from './describe-error.js';
-import { dev } from './dev.js';
-import { guardFaults } from './fault-guard.js';
-import { createLogger } from './logger.js';
-import { startGateway } from './serve.js';
-import { stopOnSignals } from './shutdown.js';
-import { MAINTENANCE_TIMEOUT_MS, StartupError, sweepHolder } from './services.js';
-import { startWorker, type WorkerCluster, type WorkerProcess } from './worker.js';
+import { StartupError } from './startup-error.js';
+import type { WorkerCluster, WorkerProcess } from './worker.js';
 
-const flagLine = (k: string) => {
+/** One flag of a usage text, with the default the command uses (its own, else the flag's). */
+const flagLine = (k: string, defaults: Record<string, string> = {}) => {
   const f = FLAGS[k];
-  return `  --${k.padEnd(16)} ${f.env.padEnd(24)} ${f.help}${f.default ? ` (default ${f.default})` : ''}`;
+  const dflt = defaults[k] ?? f.default;
+  return `  --${k.padEnd(16)} ${f.env.padEnd(24)} ${f.help}${dflt ? ` (default ${dflt})` : ''}`;
 };
+
+/** Every transport the gateway serves, and where (the same handlers behind each). */
+const TRANSPORTS = `The gateway's transports (the same operations and answers on each):
+  HTTP/JSON     /v1/... on --listen; its OpenAPI document at /v1/openapi.json
+  watch (SSE)   /v1/records/CLASS/ID/watch and /v1/classes/CLASS/watch on --listen
+  MCP           streamable HTTP at /mcp on --listen; /mcp/session for resource subscriptions
+  gRPC          svc.v1.SvcService on --grpc-port (0, the default, turns it off)
+  web console   /ui on --listen, read-only (--ui=false turns it off)
+  probes        /metrics, /readyz, /healthz on --metrics-port (/readyz, /healthz also on --listen)`;
 
 const USAGE = `kslate — shared, versioned records for fleets of agents
 
 Usage:
-  kslate serve  --database-url URL [flags]   run the gateway (HTTP/JSON, MCP)
+  kslate serve  --database-url URL [flags]   run the gateway (HTTP/JSON, SSE watch, MCP, gRPC, web console)
   kslate dev    [flags]                      embedded PostgreSQL + example classes and keys (npm start)
   kslate worker --database-url URL [flags]   run the sweep loop (expiry, leases, classes, roles, gauges)
   kslate sweep  --database-url URL [flags]   run one sweep and exit (for cron)
@@ -34,8 +38,10 @@ Usage:
   kslate version                             print the version (also --version, -v)
   kslate COMMAND --help                      that command's usage and flags
 
+${TRANSPORTS}
+
 Flags (each also an environment variable):
-${Object.keys(FLAGS).map(flagLine).join('\n')}
+${Object.keys(FLAGS).map((k) => flagLine(k)).join('\n')}
 `;
 
 const DEV_ONLY = ['data-dir', 'dev-pg-port'];
@@ -43,13 +49,11 @@ const WORKER_ONLY = ['health-port', 'watch-namespace'];
 const SERVE_FLAGS = Object.keys(FLAGS).filter((k) => !DEV_ONLY.includes(k) && !WORKER_ONLY.includes(k));
 const SWEEP_FLAGS = ['database-url', 'classes', 'watch-namespace', 'sweep-budget', 'log-level'];
 const WORKER_FLAGS = [...SWEEP_FLAGS, 'sweep-interval', 'health-port', 'metrics-port', 'listen', 'db-timeout'];
-/** The worker's own defaults (decisions §6: sweep every 60s, health on 8081, metrics on 9090). */
-const WORKER_DEFAULTS = { 'sweep-interval': '60s', 'metrics-port': '9090' };
 
 /** `kslate COMMAND --help`: what the command does and the flags it reads. */
 const COMMAND_USAGE: Record<string, { usage: string; flags: string[] }> = {
   serve: {
-    usage: 'kslate serve --database-url URL [flags]\n\nRun the gateway: HTTP/JSON and MCP on --listen, gRPC on --grpc-port, /metrics, /readyz and\n/healthz on --metrics-port. SIGTERM or SIGINT drains requests in flight (--drain-timeout), then stops.',
+    usage: `kslate serve --database-url URL [flags]\n\nRun the gateway. SIGTERM or SIGINT drains requests in flight (--drain-timeout), then stops.\n\n${TRANSPORTS}`,
     flags: SERVE_FLAGS,
   },
   dev: {
@@ -63,7 +67,7 @@ const COMMAND_USAGE: Record<string, { usage: string; flags: string[] }> = {
   },
   sweep: {
     usage:
-      'kslate sweep --database-url URL [--classes DIR]\n\nRun one sweep (the same steps as kslate worker) and exit, for cron: 0 when every step succeeded\nor another sweep was running (nothing done), 1 when a step failed or a manifest was refused.',
+      'kslate sweep --database-url URL [--classes DIR]\n\nRun one sweep (the same steps as kslate worker) and exit, for cron: 0 when every step succeeded\nor another sweep was running (nothing done), 1 when a step failed. A refused manifest is printed\n(manifest refused: ...) but does not fail the sweep; the other classes are reconciled.',
     flags: SWEEP_FLAGS,
   },
   migrate: {
@@ -79,7 +83,8 @@ const COMMAND_USAGE: Record<string, { usage: string; flags: string[] }> = {
 
 function commandHelp(cmd: string): string {
   const c = COMMAND_USAGE[cmd];
-  const flags = c.flags.length > 0 ? `\nFlags (each also an environment variable):\n${c.flags.map(flagLine).join('\n')}\n` : '';
+  const flags =
+    c.flags.length > 0 ? `\nFlags (each also an environment variable):\n${c.flags.map((k) => flagLine(k, COMMAND_DEFAULTS[cmd])).join('\n')}\n` : '';
   return `Usage: ${c.usage}\n${flags}`;
 }
 
@@ -118,6 +123,12 @@ async function main(argv: string[]): Promise<number> {
   switch (cmd) {
     case 'serve': {
       const cfg = parseConfig(rest);
+      const [{ createLogger }, { guardFaults }, { startGateway }, { stopOnSignals }] = await Promise.all([
+        import('./logger.js'),
+        import('./fault-guard.js'),
+        import('./serve.js'),
+        import('./shutdown.js'),
+      ]);
       const serveLog = createLogger({ level: cfg.logLevel });
       guardFaults(serveLog);
       const gw = await startGateway(cfg, serveLog);
@@ -125,10 +136,16 @@ async function main(argv: string[]): Promise<number> {
       return -1; // keep running
     }
     case 'dev':
-      await dev(rest);
+      await (await import('./dev.js')).dev(rest);
       return -1;
     case 'worker': {
-      const cfg = parseConfig(rest, process.env, WORKER_DEFAULTS);
+      const cfg = parseConfig(rest, process.env, COMMAND_DEFAULTS.worker);
+      const [{ createLogger }, { guardFaults }, { startWorker }, { stopOnSignals }] = await Promise.all([
+        import('./logger.js'),
+        import('./fault-guard.js'),
+        import('./worker.js'),
+        import('./shutdown.js'),
+      ]);
       const log = createLogger({ level: cfg.logLevel });
       guardFaults(log);
       let w: WorkerProcess | undefined;
@@ -140,7 +157,16 @@ async function main(argv: string[]): Promise<number> {
     case 'sweep': {
       const cfg = parseConfig(rest);
       if (!cfg.databaseUrl) throw new StartupError('kslate sweep needs --database-url URL (or KSLATE_DATABASE_URL).');
+      const [{ createLogger }, { createPool, PgDb }, { migrate }, { classDirSource }, { sweep }, { MAINTENANCE_TIMEOUT_MS, sweepHolder }] = await Promise.all([
+        import('./logger.js'),
+        import('../db/kysely/index.js'),
+        import('../db/migrate.js'),
+        import('./classes/dir.js'),
+        import('../worker/sweep.js'),
+        import('./services.js'),
+      ]);
       const log = createLogger({ level: cfg.logLevel });
+      warnIfClearText(cfg.databaseUrl, log);
       const pool = createPool({ connectionString: cfg.databaseUrl, max: 3, timeoutMs: MAINTENANCE_TIMEOUT_MS });
       const db = new PgDb(pool);
       const ac = new AbortController();
@@ -156,7 +182,7 @@ async function main(argv: string[]): Promise<number> {
             db,
             log,
             holder: sweepHolder(),
-            classSource: classesDir ? () => readClassDir(classesDir) : cluster ? () => cluster.classes.load() : undefined,
+            classSource: classesDir ? () => classDirSource(classesDir) : cluster ? () => cluster.classes.load() : undefined,
             roles: cluster?.roles,
             signal: ac.signal,
           },
@@ -182,6 +208,7 @@ async function main(argv: string[]): Promise<number> {
     case 'migrate': {
       const cfg = parseConfig(rest);
       if (!cfg.databaseUrl) throw new StartupError(`kslate ${cmd} needs --database-url URL (or KSLATE_DATABASE_URL).`);
+      const [{ default: pg }, { migrate }] = await Promise.all([import('pg'), import('../db/migrate.js')]);
       const pool = new pg.Pool({ connectionString: cfg.databaseUrl, max: 2 });
       try {
         await migrate(pool);
@@ -193,6 +220,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'classes': {
       if (rest[0] !== 'check' || !rest[1]) throw new ConfigError('usage: kslate classes check DIR');
+      const { classesCheck } = await import('./classes-check.js');
       return classesCheck(rest[1], (line) => process.stdout.write(line + '\n'));
     }
     case 'version':

@@ -1,10 +1,35 @@
 /** The spec's gateway metrics on a registry of our own (not prom-client's global default). */
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Metrics } from '../handlers/context.js';
+
+/** The capacity limits whose refusals are counted (fixed label values of svc_limit_refusals_total). */
+export type Limit =
+  | 'conns'
+  | 'conns_per_address'
+  | 'watch_streams'
+  | 'watch_streams_per_identity'
+  | 'mcp_sessions'
+  | 'mcp_sessions_per_identity';
+
+/** What the gauges read at each scrape; the gateway sets them once its parts exist. */
+export interface GaugeSources {
+  watchStreams(): number;
+  watchBufferedBytes(): number;
+  mcpSessions(): number;
+}
 
 export interface PromMetrics extends Metrics {
   registry: Registry;
+  /** A connection, stream or session refused by a capacity limit. */
+  limitRefused(limit: Limit): void;
+  /** A watch stream ended, by its reason (slow, shutdown, revoked, max_age, recreated, closed). */
+  watchEnded(reason: string): void;
+  /** Where the gauges read from. */
+  gauges: GaugeSources;
 }
+
+/** The end reasons counted by svc_watch_ended_total; anything else is counted as `other`. */
+const WATCH_END_REASONS = new Set(['slow', 'shutdown', 'revoked', 'max_age', 'recreated', 'closed', 'error']);
 
 export function createMetrics(): PromMetrics {
   const registry = new Registry();
@@ -43,8 +68,40 @@ export function createMetrics(): PromMetrics {
     labelNames: ['class', 'role'],
     registers: [registry],
   });
+  const refusals = new Counter({
+    name: 'svc_limit_refusals_total',
+    help: 'Connections, watch streams and MCP sessions refused by a capacity limit (--max-conns, --max-conns-per-address, --watch-max-streams, --watch-max-streams-per-identity, --mcp-max-sessions, --mcp-max-sessions-per-identity).',
+    labelNames: ['limit'],
+    registers: [registry],
+  });
+  const ended = new Counter({
+    name: 'svc_watch_ended_total',
+    help: 'Watch streams ended, by reason: slow (the client did not read), revoked (role or credential), max_age, shutdown, recreated, closed (by the client).',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  const gauges: GaugeSources = { watchStreams: () => 0, watchBufferedBytes: () => 0, mcpSessions: () => 0 };
+  const gauge = (name: string, help: string, read: () => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  gauge('svc_watch_streams', 'Open watch streams (SSE, gRPC and MCP subscriptions).', () => gauges.watchStreams());
+  gauge(
+    'svc_watch_buffered_bytes',
+    'Bytes the watch streams hold for their clients (catch-up reads not yet sent, the event being written); at most about --watch-buffer.',
+    () => gauges.watchBufferedBytes(),
+  );
+  gauge('svc_mcp_sessions', 'Open MCP sessions (/mcp/session).', () => gauges.mcpSessions());
   return {
     registry,
+    gauges,
+    limitRefused: (limit) => refusals.inc({ limit }),
+    watchEnded: (reason) => ended.inc({ reason: WATCH_END_REASONS.has(reason) ? reason : 'other' }),
     write: (c, f, o) => writes.inc({ class: c, field: f, outcome: o }),
     rejection: (c, f, r, o) => rejections.inc({ class: c, field: f, role: r, outcome: o }),
     claim: (c, f, o) => claims.inc({ class: c, field: f, outcome: o }),

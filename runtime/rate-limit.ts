@@ -1,7 +1,8 @@
 /**
  * The rejected-credential budget (decisions §2, interface "Limits"): a token bucket per
- * client address, spent by every 401. While an address's bucket is empty its requests
- * get 429 RATE_LIMITED before any credential is checked.
+ * client address, spent by every 401, and up front by every check that costs a call to an
+ * identity provider (a TokenReview; refunded when the credential is accepted). While an
+ * address's bucket is empty its requests get 429 RATE_LIMITED before any credential is checked.
  */
 
 /** Options for {@link RejectedCredentialBudget}; the defaults are the spec's values. */
@@ -84,6 +85,19 @@ export class RejectedCredentialBudget {
       }
     }
     this.buckets.set(addr, bucket);
+  }
+
+  /**
+   * Gives back one token spent up front for a credential that was then accepted (a review
+   * charged before it ran); never above the burst. An address no longer tracked is full already.
+   */
+  refund(addr: string): void {
+    const bucket = this.buckets.get(addr);
+    if (bucket === undefined) return;
+    const t = this.now();
+    const tokens = this.refill(bucket, t) + 1;
+    if (tokens >= this.burst) this.buckets.delete(addr);
+    else this.buckets.set(addr, { tokens, at: t });
   }
 
   private refill(bucket: Bucket, t: number): number {

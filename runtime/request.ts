@@ -9,12 +9,13 @@
  */
 import type { Db } from '../db/port.js';
 import type { ClassRegistry } from '../handlers/class-registry.js';
-import type { Ctx, Logger, Metrics } from '../handlers/context.js';
+import type { Credential, Ctx, Logger, Metrics } from '../handlers/context.js';
 import { SvcError } from '../handlers/errors.js';
 import { asSvcError, invoke, type Operation } from '../handlers/index.js';
 import type { Outcome } from '../handlers/pipeline.js';
 import type { Identity, IdentityProvider } from '../handlers/types.js';
 import type { WatchFeed } from '../handlers/watch-feed.js';
+import { credentialExpiry } from './identity/expiry.js';
 import { authenticate } from './identity/index.js';
 
 /** What answering a request needs, whatever the runtime. */
@@ -25,7 +26,7 @@ export interface AppServices {
   log: Logger;
   providers: IdentityProvider[];
   /** The rejected-credential budget per client address (429 RATE_LIMITED). */
-  budget: { isExhausted(address: string): boolean; spend(address: string): void };
+  budget: { isExhausted(address: string): boolean; spend(address: string): void; refund(address: string): void };
   readiness: { check(): Promise<{ ready: true; warnings?: string[] } | { ready: false; message: string }> };
   /** Proxy hops to trust in X-Forwarded-For for the client address. */
   trustProxy: number;
@@ -50,41 +51,87 @@ export interface RequestMeta {
  * X-Forwarded-For (the last N entries were added by proxies we trust).
  */
 export function clientAddress(peer: string, forwardedFor: string | undefined, trustProxy: number): string {
-  let addr = peer;
-  if (trustProxy > 0) {
-    const hops = (forwardedFor ?? '')
-      .split(',')
-      .map((h) => h.trim())
-      .filter(Boolean);
-    const idx = hops.length - trustProxy;
-    if (idx >= 0 && hops[idx]) addr = hops[idx];
-  }
-  return addr || 'unknown';
+  return trustedHop(forwardedFor, trustProxy) || peer || 'unknown';
 }
 
 /**
- * Credentials first: a spent budget answers 429 before any check, every 401 spends it. Both
- * are counted in svc_rejections_total (fixed labels: no class, field or role is known yet);
- * the access log line of the request records them, never the credential.
+ * The entry of a comma-separated X-Forwarded-* header that the outermost of `trustProxy`
+ * trusted proxies wrote (N hops back from the end), or undefined without one.
+ */
+export function trustedHop(header: string | undefined, trustProxy: number): string | undefined {
+  if (trustProxy <= 0 || !header) return undefined;
+  const hops = header
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
+  const idx = hops.length - trustProxy;
+  return idx >= 0 ? hops[idx] : undefined;
+}
+
+/**
+ * Credentials first: a spent budget answers 429 before any check, every 401 spends it. A
+ * provider about to call out for a token (a TokenReview) charges the budget first
+ * (AuthAttempt), so a flood of made-up tokens meets 429 before it reaches the provider; the
+ * charge is the 401's spend, and is given back when the token is accepted. Both are counted in
+ * svc_rejections_total (fixed labels: no class, field or role is known yet); the access log
+ * line of the request records them, never the credential.
  */
 export async function authenticateRequest(s: AppServices, address: string, authorization: string | undefined): Promise<Identity> {
-  if (s.budget.isExhausted(address)) {
-    s.metrics.rejection('', '', '', 'rate_limited');
-    throw new SvcError('RATE_LIMITED', 'Too many rejected credentials from your address; wait a few seconds and retry with a valid token.');
-  }
+  if (s.budget.isExhausted(address)) throw rateLimited(s);
+  let charged = false;
+  const attempt = {
+    charge() {
+      if (charged) return;
+      if (s.budget.isExhausted(address)) throw rateLimited(s);
+      s.budget.spend(address);
+      charged = true;
+    },
+  };
   try {
-    return await authenticate(s.providers, authorization);
+    const identity = await authenticate(s.providers, authorization, attempt);
+    if (charged) s.budget.refund(address);
+    return identity;
   } catch (e) {
     if (e instanceof SvcError && e.code === 'UNAUTHENTICATED') {
-      s.budget.spend(address);
+      if (!charged) s.budget.spend(address);
       s.metrics.rejection('', '', '', 'unauthenticated');
     }
+    // A charge for a check that could not be made (503) stays spent: an address that keeps
+    // sending new tokens while the provider is down or its queue full meets 429 too.
     throw e;
   }
 }
 
+/**
+ * The credential of a request, to be checked again while something it opened runs (a watch
+ * stream, an MCP subscription): the providers judge `authorization` again, and it holds while
+ * they name the same caller. A re-check spends no rejected-credential budget: the client sent
+ * nothing new.
+ */
+export function credentialOf(s: Pick<AppServices, 'providers'>, authorization: string | undefined, identity: Identity): Credential {
+  let expiresAt: number | null | undefined;
+  return {
+    get expiresAt() {
+      return (expiresAt ??= credentialExpiry(authorization));
+    },
+    async check() {
+      try {
+        return (await authenticate(s.providers, authorization)).author === identity.author;
+      } catch (e) {
+        if (e instanceof SvcError && e.code === 'UNAUTHENTICATED') return false;
+        throw e;
+      }
+    },
+  };
+}
+
+function rateLimited(s: AppServices): SvcError {
+  s.metrics.rejection('', '', '', 'rate_limited');
+  return new SvcError('RATE_LIMITED', 'Too many rejected credentials from your address; wait a few seconds and retry with a valid token.');
+}
+
 /** The per-request context handed to handlers. */
-export function makeCtx(s: AppServices, identity: Identity, scope: string | undefined, requestId: string = s.newId()): Ctx {
+export function makeCtx(s: AppServices, identity: Identity, scope: string | undefined, requestId: string = s.newId(), credential?: Credential): Ctx {
   return {
     identity,
     scope,
@@ -97,7 +144,21 @@ export function makeCtx(s: AppServices, identity: Identity, scope: string | unde
     cursorKey: () => s.cursorKey(),
     trace: {},
     ...(s.watch ? { watch: s.watch } : {}),
+    ...(credential ? { credential } : {}),
   };
+}
+
+/**
+ * The connection ended before the request's body arrived whole: the client went away (or
+ * --request-timeout closed it) mid-upload. Nobody is left to answer and nothing went wrong on
+ * our side: the HTTP transport logs it as 499 (nginx's "client closed request") at info,
+ * never as an internal fault.
+ */
+export class ClientClosedRequest extends Error {
+  constructor(cause?: unknown) {
+    super('the client closed the connection before its request body arrived', { cause });
+    this.name = 'ClientClosedRequest';
+  }
 }
 
 export type RequestResult =
@@ -107,7 +168,8 @@ export type RequestResult =
 
 /**
  * One request: authenticate, decode (after the credential check, so an anonymous caller
- * learns nothing from input errors), build the context, invoke, and map any error.
+ * learns nothing from input errors), build the context, invoke, and map any error. A
+ * ClientClosedRequest from `decode` is thrown on: there is no one to answer.
  */
 export async function runRequest<I>(
   s: AppServices,
@@ -120,9 +182,11 @@ export async function runRequest<I>(
   try {
     identity = await authenticateRequest(s, meta.address, meta.authorization);
     const input = await decode();
-    const out = await invoke(op, makeCtx(s, identity, meta.scope, meta.requestId), input, opts);
+    const ctx = makeCtx(s, identity, meta.scope, meta.requestId, s.watch ? credentialOf(s, meta.authorization, identity) : undefined);
+    const out = await invoke(op, ctx, input, opts);
     return { ok: true, identity, out };
   } catch (e) {
+    if (e instanceof ClientClosedRequest) throw e;
     return { ok: false, identity, error: asSvcError(e, { log: s.log, requestId: meta.requestId }) };
   }
 }

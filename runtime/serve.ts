@@ -15,6 +15,7 @@ import { McpSessions } from './mcp/sessions.js';
 import { listenHttp } from './http/listen.js';
 import { nodePeer } from './http/node-peer.js';
 import { createServices, portInUse, type Services } from './services.js';
+import { DRAIN_GRACE_MS, stopListening, trackConnections } from './drain.js';
 
 /**
  * One JSON-schema validator for every MCP request: the SDK builds a new Ajv (with its formats)
@@ -41,11 +42,13 @@ export interface Gateway {
 
 
 /** One HTTP server of the gateway, with the timeouts and connection limit of runtime/http/listen.ts. */
-function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, host: string, port: number, cfg: Config, tls: boolean) {
+function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, host: string, port: number, cfg: Config, tls: boolean, s: Services) {
   return listenHttp(fetch, {
     host,
     port,
     maxConns: cfg.maxConns,
+    maxConnsPerAddress: cfg.maxConnsPerAddress,
+    onRefuse: (limit) => s.metrics.limitRefused(limit),
     headerTimeoutMs: cfg.headerTimeoutMs,
     requestTimeoutMs: cfg.requestTimeoutMs,
     ...(tls ? { tls: { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) } } : {}),
@@ -91,17 +94,24 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
 
   // MCP sessions (resource subscriptions, /mcp/session): held by this process, ended at shutdown.
   const mcpSessions = new McpSessions(
-    { maxSessions: cfg.mcpMaxSessions, maxSubscriptions: cfg.mcpMaxSubscriptions, idleMs: cfg.mcpSessionIdleMs },
+    {
+      maxSessions: cfg.mcpMaxSessions,
+      maxSessionsPerIdentity: cfg.mcpMaxSessionsPerIdentity,
+      maxSubscriptions: cfg.mcpMaxSubscriptions,
+      idleMs: cfg.mcpSessionIdleMs,
+    },
     log,
+    (limit) => services.metrics.limitRefused(limit),
   );
+  services.metrics.gauges.mcpSessions = () => mcpSessions.size;
   let api: { server: Server; port: number };
   try {
-    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, sessions: mcpSessions }, ui: cfg.ui && { ttlMs: cfg.uiSessionTtlMs } }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls);
+    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, sessions: mcpSessions }, ui: cfg.ui && { ttlMs: cfg.uiSessionTtlMs } }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls, services);
   } catch (e) {
     throw await abandon(portInUse(e, cfg.listenPort, 'API port: --listen / KSLATE_LISTEN'));
   }
   servers.push(api.server);
-  const inFlight = trackRequests(api.server);
+  const inFlight = trackConnections(api.server, tls);
 
   const metricsApp = new Hono();
   metricsApp.get('/metrics', async (c) =>
@@ -111,7 +121,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
   metricsApp.get('/healthz', (c) => healthz(c));
   let metrics: { server: Server; port: number };
   try {
-    metrics = await listen(metricsApp.fetch, cfg.listenHost, cfg.metricsPort, cfg, false);
+    metrics = await listen(metricsApp.fetch, cfg.listenHost, cfg.metricsPort, cfg, false, services);
   } catch (e) {
     throw await abandon(portInUse(e, cfg.metricsPort, 'metrics port: --metrics-port / KSLATE_METRICS_PORT'));
   }
@@ -135,6 +145,8 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
         host: cfg.listenHost,
         port: cfg.grpcPort,
         maxConns: cfg.maxConns,
+        maxConnsPerAddress: cfg.maxConnsPerAddress,
+        onRefuse: (limit) => services.metrics.limitRefused(limit),
         headerTimeoutMs: cfg.headerTimeoutMs,
         tls: tls ? { cert: readFileSync(cfg.tlsCert!), key: readFileSync(cfg.tlsKey!) } : undefined,
       });
@@ -170,19 +182,27 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
       // too: their GET streams close and their subscriptions stop.
       mcpSessions.close();
       services.watch.close();
-      log.info(`shutting down: draining ${inFlight.count()} in-flight requests (at most ${drainTimeoutMs / 1000}s)`);
+      const n = inFlight.requests();
+      log.info(
+        `shutting down: draining ${n} in-flight request${n === 1 ? '' : 's'} on ${inFlight.connections()} connections (at most ${drainTimeoutMs / 1000}s)`,
+      );
       // gRPC refuses new calls and lets its calls in flight finish within the same budget.
       const grpcClosed = grpcServer?.close(left());
-      // No new connections on the API port; requests on connections already open are still
-      // served, with Connection: close, and idle keep-alive connections are closed now. The
-      // metrics port stays up meanwhile so probes see /readyz 503 rather than a refused connection.
-      inFlight.drain();
-      api.server.close();
-      const drained = await inFlight.idle(left());
+      // Nothing already sent is lost (runtime/drain.ts): the connections the kernel has
+      // accepted are taken before the API port stops listening; every request on them is
+      // answered, with Connection: close; a connection silent for DRAIN_GRACE_MS is closed.
+      // The metrics port stays up meanwhile so probes see /readyz 503 rather than a refused connection.
+      inFlight.drain(Math.min(DRAIN_GRACE_MS, left()));
+      const taken = await stopListening(api.server, left() / 2);
+      log.info(
+        `API port closed: ${taken.accepted} connection${taken.accepted === 1 ? '' : 's'} taken from the accept queue first` +
+          (taken.queued === undefined ? '' : ` (${taken.queued} waiting at the signal)`),
+      );
+      const drained = await inFlight.closed(left());
       if (drained) log.info('drained: every request in flight has finished');
       else {
-        const n = inFlight.count();
-        log.warn(`drain timeout: cutting off ${n} request${n === 1 ? '' : 's'} still in flight after ${drainTimeoutMs / 1000}s`);
+        const r = inFlight.requests();
+        log.warn(`drain timeout: cutting off ${r} request${r === 1 ? '' : 's'} still in flight after ${drainTimeoutMs / 1000}s`);
       }
       await closeHttp();
       if (grpcClosed) {
@@ -192,49 +212,6 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
       // A sweep that was already running stops between statements (its lease is released) before the pool closes.
       if (await services.close(left())) log.info('database pool closed');
       else log.warn('database pool closed with connections still busy; PostgreSQL rolls their transactions back');
-    },
-  };
-}
-
-/**
- * Counts the API server's requests in flight; once draining, every response that has not
- * started yet carries Connection: close so its connection ends after it.
- */
-function trackRequests(server: Server) {
-  const open = new Set<import('node:http').ServerResponse>();
-  let draining = false;
-  let waiters: (() => void)[] = [];
-  const settle = () => {
-    if (open.size > 0) return;
-    for (const w of waiters) w();
-    waiters = [];
-  };
-  // Prepended: it must run before the app's listener can write the response head.
-  server.prependListener('request', (_req: unknown, res: import('node:http').ServerResponse) => {
-    open.add(res);
-    if (draining) res.setHeader('connection', 'close');
-    res.once('close', () => {
-      open.delete(res);
-      settle();
-    });
-  });
-  return {
-    count: () => open.size,
-    drain() {
-      draining = true;
-      for (const res of open) if (!res.headersSent) res.setHeader('connection', 'close');
-      (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
-    },
-    /** Resolves true when no request is in flight, false when `ms` passed first. */
-    idle(ms: number): Promise<boolean> {
-      if (open.size === 0) return Promise.resolve(true);
-      return new Promise((resolve) => {
-        const t = setTimeout(() => resolve(false), ms);
-        waiters.push(() => {
-          clearTimeout(t);
-          resolve(true);
-        });
-      });
     },
   };
 }

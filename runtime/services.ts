@@ -10,17 +10,19 @@ import { replicationRisk } from '../db/kysely/primary.js';
 import { cachedRegistry, type ClassRegistry } from '../handlers/class-registry.js';
 import type { Ctx, Logger } from '../handlers/context.js';
 import type { Identity, IdentityProvider } from '../handlers/types.js';
-import { readClassDir } from './classes/dir.js';
+import { classDirSource } from './classes/dir.js';
 import { sweep, type SweepReport } from '../worker/sweep.js';
 import type { Config } from './config.js';
+import { warnIfClearText } from './db-url.js';
 import { ApiKeyProvider } from './identity/apikey.js';
+import { StartupError } from './startup-error.js';
 import { OidcProvider } from './identity/oidc.js';
 import { createMetrics, type PromMetrics } from './metrics.js';
 import { RejectedCredentialBudget } from './rate-limit.js';
 import { createSweeper, type Sweeper } from './sweeper.js';
 import { Readiness } from './readiness.js';
 import type { AppServices } from './request.js';
-import { ChangeHub, WATCH_DEFAULTS } from './watch-hub.js';
+import { ChangeHub, LIVE_QUEUE_BYTES } from './watch-hub.js';
 
 export interface Services extends AppServices {
   cfg: Config;
@@ -55,28 +57,11 @@ export interface Services extends AppServices {
   close(budgetMs?: number): Promise<boolean>;
 }
 
-/** The process cannot start as configured; the message says what to change. Exit code 2. */
 /** The bound on migration and sweep statements (a frozen server still fails them, eventually). */
 export const MAINTENANCE_TIMEOUT_MS = 300_000;
 
-export class StartupError extends Error {
-  readonly exitCode: number = 2;
-}
-
-/** A port the gateway (or `kslate dev`'s PostgreSQL) should listen on is taken. Exit code 1. */
-export class PortInUseError extends StartupError {
-  override readonly exitCode: number = 1;
-}
-
-/** EADDRINUSE (also inside gRPC's bind message) becomes one line naming the port and its setting. */
-export function portInUse(e: unknown, port: number, setting: string): unknown {
-  const code = (e as { code?: unknown } | null)?.code;
-  const message = e instanceof Error ? e.message : String(e);
-  if (code === 'EADDRINUSE' || /EADDRINUSE/.test(message)) {
-    return new PortInUseError(`port ${port} is already in use (${setting}); stop what holds it or choose another port.`);
-  }
-  return e;
-}
+// The start's errors live in startup-error.ts (the CLI reads them without loading the gateway).
+export { PortInUseError, portInUse, StartupError } from './startup-error.js';
 
 export async function createProviders(cfg: Config, log: Logger): Promise<IdentityProvider[]> {
   const providers: IdentityProvider[] = [];
@@ -99,8 +84,22 @@ export async function createProviders(cfg: Config, log: Logger): Promise<Identit
       );
     } else if (kind === 'k8s-sa') {
       // Loaded only when named: @kubernetes/client-node adds ~80 MB of RSS to a process.
-      const { K8sSaProvider } = await import('./identity/k8s-sa.js');
-      providers.push(K8sSaProvider.fromDefault(cfg.k8sAudience, log));
+      const [{ K8sSaProvider }, { NoClusterError }] = await Promise.all([import('./identity/k8s-sa.js'), import('./k8s/cluster.js')]);
+      // Tokens of the OIDC issuer are that provider's: never sent for a TokenReview.
+      const foreignIssuers = cfg.identity.includes('oidc') && cfg.oidcIssuer ? [cfg.oidcIssuer] : [];
+      try {
+        providers.push(K8sSaProvider.fromDefault(cfg.k8sAudience, log, { foreignIssuers }));
+      } catch (e) {
+        // Without a cluster the provider would review every token at http://localhost:8080:
+        // the gateway's own default port, so it would start "ready" and accept nobody.
+        if (e instanceof NoClusterError) {
+          throw new StartupError(
+            `--identity ${cfg.identity.join(',')} needs a Kubernetes cluster for k8s-sa and none was found (not in a pod, KUBECONFIG unset, no ~/.kube/config): ` +
+              'outside a cluster pass --identity apikey --apikeys FILE (or oidc), or set KUBECONFIG to a kubeconfig.',
+          );
+        }
+        throw e;
+      }
     } else {
       throw new StartupError(
         `Unknown identity provider "${kind}" in --identity (KSLATE_IDENTITY); use k8s-sa, oidc or apikey.`,
@@ -117,6 +116,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
       'No database: pass --database-url postgres://... (or set KSLATE_DATABASE_URL). `kslate dev` runs an embedded one for development.',
     );
   }
+  warnIfClearText(cfg.databaseUrl, log);
   const providers = await createProviders(cfg, log);
   let readiness: Readiness;
   let key: string | null = null;
@@ -143,7 +143,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
   const db = new PgDb(pool, () => void readiness.ensureSchema());
   const maintenanceDb = new PgDb(maintenancePool);
   const classes = cachedRegistry(() => db.listClasses(), () => Date.now());
-  const classSource = cfg.classesDir ? () => readClassDir(cfg.classesDir!) : undefined;
+  const classSource = cfg.classesDir ? () => classDirSource(cfg.classesDir!) : undefined;
   const sweeper = createSweeper({
     deps: { db: maintenanceDb, log, classSource, onClassesChanged: () => classes.invalidate(), holder: sweepHolder() },
     log,
@@ -171,18 +171,27 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     () => providers.map((p) => p.notReady?.() ?? null).find((m) => m !== null) ?? null,
     cfg.allowAsyncReplication ? undefined : () => replicationRisk(pool),
   );
+  const metrics = createMetrics();
   const watch = new ChangeHub(
     db,
     {
       pollMs: cfg.watchPollMs,
       heartbeatMs: cfg.watchHeartbeatMs,
       maxStreams: cfg.watchMaxStreams,
+      maxStreamsPerOwner: cfg.watchMaxStreamsPerIdentity,
       queueMax: cfg.watchQueue,
-      queueBytes: WATCH_DEFAULTS.queueBytes,
+      queueBytes: LIVE_QUEUE_BYTES,
       retentionMs: cfg.watchRetentionMs,
+      pageBytes: cfg.watchStreamBufferBytes,
+      bufferBytes: cfg.watchBufferBytes,
+      slowMs: cfg.watchSlowTimeoutMs,
+      maxAgeMs: cfg.watchMaxAgeMs,
     },
     log,
+    { ended: (reason) => metrics.watchEnded(reason), refused: (limit) => metrics.limitRefused(limit) },
   );
+  metrics.gauges.watchStreams = () => watch.open;
+  metrics.gauges.watchBufferedBytes = () => watch.buffered;
   return {
     cfg,
     pool,
@@ -190,7 +199,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     watch,
     db,
     classes,
-    metrics: createMetrics(),
+    metrics,
     log,
     providers,
     budget: new RejectedCredentialBudget(),

@@ -11,13 +11,24 @@
  * queue is bounded in items and bytes: one that falls behind is ended (`slow`) and resumes
  * from its last id, never buffered without bound.
  *
+ * Memory (issue 31 item 9): a subscriber reads its catch-up in pages of `pageBytes` (one
+ * change when a single one is larger), only when its consumer asked for the next item,
+ * that is when the transport's socket has drained. What subscribers hold for their clients
+ * (catch-up pages not yet sent, and the change each transport is writing) is charged to one
+ * process-wide `ByteBudget` of `bufferBytes`; beyond it they wait their turn. A subscriber
+ * whose consumer has not come back for the next item within `slowMs` (its socket does not
+ * drain) is ended `slow`; while others wait for room, those stalled for `PRESSURE_MS`
+ * already are ended first, so paused clients cannot hold the budget against everyone else.
+ * Open subscriptions are capped per process and per owner (the caller's identity).
+ *
  * Runtime-neutral (timers only, no Node module); the Node gateway builds one in
  * runtime/services.ts. The Workers adapter has no long-lived process and builds none.
  */
 import type { ChangeLog, ChangeRow, LogPosition } from '../db/port.js';
 import type { Logger } from '../handlers/context.js';
 import { SvcError } from '../handlers/errors.js';
-import type { FeedItem, Subscription, WatchFeed, WatchFrom } from '../handlers/watch-feed.js';
+import type { FeedItem, FeedEnd, Subscription, WatchFeed, WatchFrom } from '../handlers/watch-feed.js';
+import { ByteBudget } from './watch-budget.js';
 
 export interface HubOptions {
   /** How often the poller reads the log while someone is subscribed. */
@@ -30,22 +41,41 @@ export interface HubOptions {
   queueBytes: number;
   /** Open subscriptions per process; past it subscribe answers UNAVAILABLE. */
   maxStreams: number;
+  /** Open subscriptions per owner (identity); past it subscribe answers RATE_LIMITED. */
+  maxStreamsPerOwner: number;
   /** The class log's retained window (410 EXPIRED before it). */
   retentionMs: number;
+  /** Bytes of one catch-up read (a single larger change is read alone). */
+  pageBytes: number;
+  /** Bytes all subscribers together may hold for their clients (catch-up pages, the change being written). */
+  bufferBytes: number;
+  /** A subscriber whose consumer has not taken its next item for this long is ended `slow`. */
+  slowMs: number;
+  /** How long a stream may stay open (the handler ends it `max_age`; clients resume). */
+  maxAgeMs: number;
   /** Rows per read (the poller's and a catch-up page). */
   batch?: number;
-  /** Bytes per read. */
+  /** Bytes per read of the poller. */
   batchBytes?: number;
 }
 
-export const WATCH_DEFAULTS = {
-  pollMs: 100,
-  heartbeatMs: 15_000,
-  queueMax: 1000,
-  queueBytes: 16 * 1024 * 1024,
-  maxStreams: 1024,
-  retentionMs: 3_600_000,
-} as const;
+/** What the hub reports to the process's metrics. */
+export interface HubObserver {
+  /** A subscription ended, and why. */
+  ended(reason: FeedEnd): void;
+  /** A subscribe refused by a cap: the process's, or the owner's. */
+  refused(limit: 'watch_streams' | 'watch_streams_per_identity'): void;
+}
+
+/** While others wait for room in the budget, a subscriber stalled this long is ended first. */
+export const PRESSURE_MS = 2_000;
+
+/**
+ * Bytes of live changes one stream may have waiting (beside `--watch-queue` items). They are
+ * the poller's rows, shared by every stream of the class, so a bound per stream suffices;
+ * what a stream holds of its own is charged to the budget instead.
+ */
+export const LIVE_QUEUE_BYTES = 16 * 1024 * 1024;
 
 /** Positions in log order: by transaction, then history id. */
 export function comparePos(a: LogPosition, b: LogPosition): number {
@@ -74,17 +104,26 @@ class Sub implements Subscription {
   /** How often the buffer overflowed and was dropped (a record's reads then go on once more). */
   dropped = 0;
   bytes = 0;
-  reason: 'slow' | 'shutdown' | 'closed' | 'recreated' | null = null;
+  /** Bytes this subscriber holds in the hub's budget: its own catch-up rows waiting, and `inflight`. */
+  charged = 0;
+  /** The catch-up rows it read itself (charged to the budget until sent), as opposed to the hub's live rows. */
+  private readonly own = new WeakSet<ChangeRow>();
+  /** Bytes of the change its consumer is writing now: given back when it asks for the next item. */
+  private inflight = 0;
+  /** When the last item was handed out, while the consumer has not asked for the next one; 0 otherwise. */
+  handedAt = 0;
+  reason: FeedEnd | null = null;
   private wake: (() => void) | null = null;
-  private settle!: (reason: 'slow' | 'shutdown' | 'closed' | 'recreated') => void;
-  readonly ended$ = new Promise<'slow' | 'shutdown' | 'closed' | 'recreated'>((r) => (this.settle = r));
+  private settle!: (reason: FeedEnd) => void;
+  readonly ended$ = new Promise<FeedEnd>((r) => (this.settle = r));
 
   constructor(
     readonly hub: ChangeHub,
     readonly from: WatchFrom,
+    readonly owner: string,
   ) {}
 
-  get ended(): Promise<'slow' | 'shutdown' | 'closed' | 'recreated'> {
+  get ended(): Promise<FeedEnd> {
     return this.ended$;
   }
 
@@ -156,27 +195,59 @@ class Sub implements Subscription {
     w?.();
   }
 
-  end(reason: 'slow' | 'shutdown' | 'closed' | 'recreated'): void {
+  end(reason: FeedEnd): void {
     if (this.reason) return;
     this.reason = reason;
     this.settle(reason);
     this.queue.length = 0;
     this.buffer.length = 0;
     this.bytes = 0;
+    this.hub.budget.cancel(this);
+    this.hub.budget.release(this.charged);
+    this.charged = this.inflight = 0;
     this.hub.remove(this);
     this.poke();
   }
 
-  close(): void {
-    this.end('closed');
+  /** Take `bytes` from the hub's budget, waiting for room; false when the subscriber ended meanwhile. */
+  private async charge(bytes: number): Promise<boolean> {
+    const budget = this.hub.budget;
+    if (!budget.tryTake(bytes) && !(await budget.take(bytes, this))) return false;
+    if (this.reason) {
+      budget.release(bytes); // granted just as it ended
+      return false;
+    }
+    this.charged += bytes;
+    return true;
+  }
+
+  private uncharge(bytes: number): void {
+    const n = Math.min(bytes, this.charged);
+    this.charged -= n;
+    this.hub.budget.release(n);
+  }
+
+  close(reason?: 'revoked' | 'max_age'): void {
+    this.end(reason ?? 'closed');
   }
 
   async next(): Promise<FeedItem> {
+    // The consumer is back for more: what it was writing has left (the socket drained).
+    this.uncharge(this.inflight);
+    this.inflight = 0;
+    this.handedAt = 0;
     for (;;) {
       if (this.reason) return { type: 'end', reason: this.reason };
-      const row = this.queue.shift();
+      const row = this.queue[0];
       if (row) {
+        // A live change costs its bytes from here on (the transport renders and writes its
+        // own copy); a catch-up row was charged when it was read.
+        if (!this.own.has(row) && !(await this.charge(row.bytes))) continue;
+        this.queue.shift();
+        this.own.delete(row);
         this.bytes -= row.bytes;
+        this.inflight = row.bytes;
+        this.handedAt = Date.now();
         return { type: 'change', row };
       }
       if (this.mode === 'catchup') {
@@ -193,32 +264,50 @@ class Sub implements Subscription {
           resolve(true);
         };
       });
-      if (!woke && !this.reason && this.queue.length === 0) return { type: 'heartbeat' };
+      if (!woke && !this.reason && this.queue.length === 0) {
+        this.handedAt = Date.now();
+        return { type: 'heartbeat' };
+      }
     }
   }
 
   /** One page of the subscriber's own reads; at the end of them, the buffered live changes join. */
   private async catchUp(): Promise<void> {
-    const { batch, batchBytes } = this.hub.limits;
+    const { batch } = this.hub.limits;
+    const page = this.hub.opts.pageBytes;
     const dropped = this.dropped;
+    // Room for the page first: while the budget is full this waits, holding nothing.
+    if (!(await this.charge(page))) return;
     let rows: ChangeRow[];
-    if (this.from.kind === 'record') {
-      // The first read also takes the row at the start version, only for its id (see accept).
-      const learn = this.lastId === 0 && this.lastRv > 0;
-      rows = await this.hub.log.readRecordChanges(this.from.class, this.from.rid, this.lastRv - (learn ? 1 : 0), { limit: batch, maxBytes: batchBytes });
-      if (learn && rows[0]?.record_version === this.lastRv) this.lastId = rows.shift()!.id;
-      else if (learn) this.lastId = -1; // nothing at that version (yet): nothing to learn
-    } else {
-      const read = await this.hub.log.readLog([this.from.class], this.lastPos!, { upTo: this.target, limit: batch, maxBytes: batchBytes });
-      rows = read.rows;
+    try {
+      if (this.from.kind === 'record') {
+        // The first read also takes the row at the start version, only for its id (see accept).
+        const learn = this.lastId === 0 && this.lastRv > 0;
+        rows = await this.hub.log.readRecordChanges(this.from.class, this.from.rid, this.lastRv - (learn ? 1 : 0), { limit: batch, maxBytes: page });
+        if (learn && rows[0]?.record_version === this.lastRv) this.lastId = rows.shift()!.id;
+        else if (learn) this.lastId = -1; // nothing at that version (yet): nothing to learn
+      } else {
+        const read = await this.hub.log.readLog([this.from.class], this.lastPos!, { upTo: this.target, limit: batch, maxBytes: page });
+        rows = read.rows;
+      }
+    } catch (e) {
+      this.uncharge(page);
+      throw e;
     }
-    if (this.reason) return;
+    if (this.reason) return; // ended meanwhile: its charge is given back already
+    // What the page really holds: a single change larger than a page is read alone.
+    const got = rows.reduce((n, r) => n + r.bytes, 0);
+    if (got > page) {
+      this.hub.budget.add(got - page);
+      this.charged += got - page;
+    } else this.uncharge(page - got);
     for (const r of rows) {
       if (this.from.kind === 'record') {
         this.lastRv = r.record_version;
         this.lastId = r.id;
       } else this.lastPos = posOf(r);
       this.queue.push(r);
+      this.own.add(r);
       this.bytes += r.bytes;
     }
     if (rows.length > 0) return;
@@ -242,6 +331,12 @@ class Sub implements Subscription {
 export class ChangeHub implements WatchFeed {
   private readonly byClass = new Map<string, Set<Sub>>();
   private count = 0;
+  /** Open subscriptions per owner (counted from subscribe, like `count`). */
+  private readonly owners = new Map<string, number>();
+  /** The bytes subscribers hold for their clients, process-wide. */
+  readonly budget: ByteBudget;
+  /** Ends subscribers whose consumer stalled (slowMs, or PRESSURE_MS while the budget is short). */
+  private sweeper: ReturnType<typeof setInterval> | null = null;
   /** The poller's position; null while nobody is subscribed. */
   private pos: LogPosition | null = null;
   private starting: Promise<LogPosition> | null = null;
@@ -256,17 +351,28 @@ export class ChangeHub implements WatchFeed {
     readonly log: ChangeLog,
     readonly opts: HubOptions,
     private readonly logger: Logger,
+    private readonly observer: HubObserver = { ended() {}, refused() {} },
   ) {
     this.limits = { batch: opts.batch ?? 500, batchBytes: opts.batchBytes ?? 16 * 1024 * 1024 };
+    this.budget = new ByteBudget(opts.bufferBytes);
   }
 
   get retentionMs(): number {
     return this.opts.retentionMs;
   }
 
+  get maxAgeMs(): number {
+    return this.opts.maxAgeMs;
+  }
+
   /** Open subscriptions (tests, metrics). */
   get open(): number {
     return this.count;
+  }
+
+  /** Bytes subscribers hold for their clients now (metrics). */
+  get buffered(): number {
+    return this.budget.used;
   }
 
   async oldest(cls: string, since: Date): Promise<{ pos: LogPosition; at: Date }> {
@@ -276,21 +382,22 @@ export class ChangeHub implements WatchFeed {
     return { pos: this.pos ?? (await this.log.logHead()), at: new Date() };
   }
 
-  async subscribe(from: WatchFrom): Promise<Subscription> {
-    this.admit();
-    const sub = new Sub(this, from);
-    // Counted from here, so concurrent subscribes cannot pass the cap together.
+  async subscribe(from: WatchFrom, owner: string): Promise<Subscription> {
+    this.admit(owner);
+    const sub = new Sub(this, from, owner);
+    // Counted from here, so concurrent subscribes cannot pass the caps together.
     this.count++;
+    this.owners.set(owner, (this.owners.get(owner) ?? 0) + 1);
     let pos: LogPosition;
     try {
       pos = await this.ensureStarted();
     } catch (e) {
-      this.count--;
+      this.uncount(owner);
       this.stopIfIdle();
       throw e;
     }
     if (this.closed) {
-      this.count--;
+      this.uncount(owner);
       throw this.refusal();
     }
     // Synchronously from here to registration: the poller cannot move in between, so the
@@ -308,17 +415,33 @@ export class ChangeHub implements WatchFeed {
     if (!set) this.byClass.set(from.class, (set = new Set()));
     set.add(sub);
     this.schedule();
+    this.arm();
     return sub;
   }
 
-  private admit(): void {
+  private admit(owner: string): void {
     if (this.closed) throw this.refusal();
     if (this.count >= this.opts.maxStreams) {
+      this.observer.refused('watch_streams');
       throw new SvcError(
         'UNAVAILABLE',
         `This gateway holds its maximum of ${this.opts.maxStreams} open watch streams (--watch-max-streams); retry shortly or on another replica, or watch a whole class with one stream.`,
       );
     }
+    if ((this.owners.get(owner) ?? 0) >= this.opts.maxStreamsPerOwner) {
+      this.observer.refused('watch_streams_per_identity');
+      throw new SvcError(
+        'RATE_LIMITED',
+        `You hold the maximum of ${this.opts.maxStreamsPerOwner} open watch streams one identity may have on this gateway (--watch-max-streams-per-identity); close one first, or watch a whole class with one stream.`,
+      );
+    }
+  }
+
+  private uncount(owner: string): void {
+    this.count--;
+    const n = (this.owners.get(owner) ?? 1) - 1;
+    if (n > 0) this.owners.set(owner, n);
+    else this.owners.delete(owner);
   }
 
   private refusal(): SvcError {
@@ -328,8 +451,9 @@ export class ChangeHub implements WatchFeed {
   remove(sub: Sub): void {
     const set = this.byClass.get(sub.cls);
     if (set?.delete(sub)) {
-      this.count--;
+      this.uncount(sub.owner);
       if (set.size === 0) this.byClass.delete(sub.cls);
+      this.observer.ended(sub.reason ?? 'closed');
     }
     this.stopIfIdle();
   }
@@ -339,6 +463,32 @@ export class ChangeHub implements WatchFeed {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.pos = null;
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = null;
+  }
+
+  /** The stall check runs while anyone is subscribed, a few times per slowMs (at most once a second). */
+  private arm(): void {
+    if (this.sweeper) return;
+    const every = Math.max(50, Math.min(1_000, Math.floor(Math.min(this.opts.slowMs, PRESSURE_MS) / 4)));
+    this.sweeper = setInterval(() => this.endStalled(Date.now()), every);
+    (this.sweeper as { unref?: () => void }).unref?.();
+  }
+
+  /**
+   * End (`slow`) every subscriber whose consumer has not come back for its next item within
+   * slowMs: its socket is not draining. While others wait for room in the budget, those
+   * holding some of it that stalled for PRESSURE_MS already go too.
+   */
+  endStalled(now: number): void {
+    const pressed = this.budget.waiters > 0;
+    for (const set of [...this.byClass.values()]) {
+      for (const sub of [...set]) {
+        if (sub.handedAt === 0) continue;
+        const stalled = now - sub.handedAt;
+        if (stalled >= this.opts.slowMs || (pressed && sub.charged > 0 && stalled >= Math.min(PRESSURE_MS, this.opts.slowMs))) sub.end('slow');
+      }
+    }
   }
 
   private ensureStarted(): Promise<LogPosition> {

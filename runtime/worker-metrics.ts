@@ -39,9 +39,14 @@ export function createWorkerMetrics(): WorkerMetrics {
     help: 'When the last sweep whose every step succeeded ended (Unix time).',
     registers: [registry],
   });
+  const refused = new Gauge({
+    name: 'svc_classes_refused',
+    help: 'Class manifests (SharedContext objects) the last class reconcile refused: invalid, a duplicate name or a kind change. The worker log (once per change) and the Accepted condition say why.',
+    registers: [registry],
+  });
   const sweeps = new Counter({
     name: 'svc_sweeps_total',
-    help: 'Sweeps that ran, by outcome (ok: every step succeeded; failed: a step failed or a manifest was refused).',
+    help: 'Sweeps that ran, by outcome (ok: every step succeeded; failed: a step failed). A refused manifest is svc_classes_refused, not a failure.',
     labelNames: ['outcome'],
     registers: [registry],
   });
@@ -69,6 +74,7 @@ export function createWorkerMetrics(): WorkerMetrics {
       sweeps.inc({ outcome: r.ok ? 'ok' : 'failed' });
       if (r.ok) lastSuccess.set(Date.now() / 1000);
       if (r.expired) expired.inc(r.expired.records);
+      if (r.classes) refused.set(r.classes.refusedCount);
     },
   };
 }

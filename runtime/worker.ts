@@ -13,8 +13,9 @@ import { classifyDbError } from '../db/errors.js';
 import type { Logger } from '../handlers/context.js';
 import type { ClassSource } from '../worker/reconcile-classes.js';
 import { SWEEP_LEASE, type RoleMirror, type SweepReport } from '../worker/sweep.js';
-import { readClassDir } from './classes/dir.js';
+import { classDirSource } from './classes/dir.js';
 import type { Config } from './config.js';
+import { warnIfClearText } from './db-url.js';
 import { listenHttp } from './http/listen.js';
 import { CHECK_TIMEOUT_MS } from './readiness.js';
 import { MAINTENANCE_TIMEOUT_MS, portInUse, StartupError, sweepHolder } from './services.js';
@@ -50,6 +51,7 @@ export async function startWorker(cfg: Config, log: Logger, cluster: WorkerClust
   if (!cfg.databaseUrl) {
     throw new StartupError('kslate worker needs --database-url URL (or KSLATE_DATABASE_URL).');
   }
+  warnIfClearText(cfg.databaseUrl, log);
   const intervalMs = cfg.sweepIntervalMs ?? 60_000;
   const pool = createPool({
     connectionString: cfg.databaseUrl,
@@ -63,7 +65,7 @@ export async function startWorker(cfg: Config, log: Logger, cluster: WorkerClust
   let classSource: (() => Promise<ClassSource>) | undefined;
   if (cfg.classesDir) {
     const dir = cfg.classesDir;
-    classSource = () => readClassDir(dir);
+    classSource = () => classDirSource(dir);
     log.info(`classes come from the directory ${dir}`);
   } else if (cluster) {
     classSource = () => cluster.classes.load();

@@ -8,7 +8,10 @@ import type { ClassManifest, ClassSpec } from '../handlers/types.js';
 
 export interface ClassSource {
   manifests: ClassManifest[];
-  /** Invalid manifests: while there are any, no class is marked gone (it may be one of them). */
+  /**
+   * Invalid manifests, one line per problem, `<file>[#<doc>]: <problem>` (a cluster object:
+   * `<namespace>/<name>: <problem>`): while there are any, no class is marked gone (it may be one of them).
+   */
   problems: string[];
   /**
    * Cluster sources: each invalid object by name. When given, an invalid manifest keeps only
@@ -30,9 +33,18 @@ export interface ReconcileReport {
   refused: { name: string; namespace: string; reason: string }[];
   problems: string[];
   markedGone: boolean;
+  /**
+   * Manifests (cluster objects) refused this time: invalid, a duplicate name or a kind change.
+   * A refusal is the manifest's problem, not the sweep's: the worker reports it by a gauge,
+   * its log (once per change) and, in a cluster, the object's Accepted condition.
+   */
+  refusedCount: number;
 }
 
-/** The refusals last logged per store, so a refusal is logged when it appears, not every sweep. */
+/**
+ * The refusals and problems last logged per store, so each is logged when it appears (or
+ * changes), not every sweep: a refused manifest stays refused until someone edits it.
+ */
 const loggedRefusals = new WeakMap<object, Set<string>>();
 
 export async function reconcileClasses(db: Pick<SweepDb, 'listClasses' | 'applyClasses'>, source: ClassSource, log: Logger): Promise<ReconcileReport> {
@@ -107,15 +119,25 @@ export async function reconcileClasses(db: Pick<SweepDb, 'listClasses' | 'applyC
   }
   const seen = loggedRefusals.get(db) ?? new Set<string>();
   const now = new Set<string>();
-  for (const r of refused) {
-    const key = `${r.namespace}/${r.name}: ${r.reason}`;
+  const once = (key: string, say: () => void) => {
     now.add(key);
-    if (!seen.has(key)) log.warn(`class ${r.namespace}/${r.name} refused: ${r.reason}`, { class: r.name, namespace: r.namespace });
+    if (!seen.has(key)) say();
+  };
+  for (const r of refused) {
+    once(`refused ${r.namespace}/${r.name}: ${r.reason}`, () =>
+      log.warn(`class ${r.namespace}/${r.name} refused: ${r.reason}`, { class: r.name, namespace: r.namespace }),
+    );
+  }
+  for (const p of source.problems) once(`problem ${p}`, () => log.warn(`class manifest refused: ${p}`));
+  if (!markGone) {
+    once('no gone', () => log.warn('some class manifests are invalid, so no class is marked gone while they are; fix them (kslate classes check DIR)'));
   }
   loggedRefusals.set(db, now);
-  for (const p of source.problems) log.error(`class manifest refused: ${p}`);
-  if (!markGone) log.warn('some class manifests are invalid, so no class was marked gone this time; fix them (kslate classes check DIR)');
-  return { applied: live.map((l) => l.name), live, refused, problems: source.problems, markedGone: markGone };
+  // A manifest counts once however many problems it has: a cluster object by name, a
+  // directory's by the `<file>[#<doc>]` that starts each of its problem lines.
+  const invalidCount = source.invalid ? source.invalid.length : new Set(source.problems.map((p) => p.split(': ')[0])).size;
+  const refusedCount = refused.length + invalidCount;
+  return { applied: live.map((l) => l.name), live, refused, problems: source.problems, markedGone: markGone, refusedCount };
 }
 
 function changedKinds(before: ClassSpec, after: ClassSpec): string[] {

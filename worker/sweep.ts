@@ -76,7 +76,10 @@ export interface SweepOptions {
 
 export interface SweepReport {
   ran: boolean;
-  /** Every step that ran succeeded (and no manifest was refused). */
+  /**
+   * Every step that ran succeeded. A refused manifest does not fail the sweep (`classes.refusedCount`
+   * counts it): one bad SharedContext must not make every sweep a failure.
+   */
   ok: boolean;
   durationMs: number;
   classes?: ReconcileReport;
@@ -214,12 +217,11 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
   }
   report.aborted = deps.signal?.aborted === true || undefined;
   report.durationMs = now() - start;
-  const refused = (report.classes?.refused.length ?? 0) + (report.classes?.problems.length ?? 0);
-  report.ok = report.errors.length === 0 && refused === 0;
+  report.ok = report.errors.length === 0;
   log.info(summary(report), {
     duration_ms: report.durationMs,
     classes_applied: report.classes?.applied.length,
-    classes_refused: report.classes ? refused : undefined,
+    classes_refused: report.classes?.refusedCount,
     roles_applied: report.roles?.applied,
     roles_deleted: report.roles?.deleted,
     records_expired: report.expired?.records,
@@ -238,7 +240,7 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
 /** The one line a sweep logs: what each step did. */
 function summary(r: SweepReport): string {
   const parts: string[] = [];
-  if (r.classes) parts.push(`classes ${r.classes.applied.length} applied, ${r.classes.refused.length + r.classes.problems.length} refused`);
+  if (r.classes) parts.push(`classes ${r.classes.applied.length} applied, ${r.classes.refusedCount} refused`);
   if (r.roles) parts.push(`roles ${r.roles.applied} applied, ${r.roles.deleted} deleted`);
   if (r.expired) {
     parts.push(

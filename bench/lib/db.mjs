@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './util.mjs';
 
-// The gateway's int8 parsing (db/kysely/index.ts): counters as JS numbers.
+// The gateway's int8 parsing (db/kysely/pool.ts): counters as JS numbers.
 export const pgTypes = {
   getTypeParser(oid, format) {
     if (oid === 20) return (v) => Number(v);
@@ -16,7 +16,7 @@ export const pgTypes = {
   },
 };
 
-/** The field columns every read of the gateway selects (db/kysely/index.ts FIELD_COLUMNS). */
+/** The field columns the gateway's reads select (db/kysely/record.ts fieldColumns; the lease rule spelled out, for schemas before 0010). */
 export const FIELD_COLUMNS = `f.name, f.kind, f.value, f.version, f.record_version, f.author, f.identity_strength, f.evidence,
    f.based_on, f.invocation, f.updated_at, f.owner, f.lease_expires_at, f.lease_lapsed,
    (f.owner is not null and f.lease_expires_at > now()) as lease_held`;

@@ -115,6 +115,8 @@ export async function startGateway(opts) {
     '--log-level', 'info',
     // The chart's request pool size when it sets one (0: the gateway's default).
     ...(chart.dbPoolSize ? ['--db-pool-size', String(chart.dbPoolSize)] : []),
+    // The load comes from this one address, as many clients as a scenario wants: no per-address cap.
+    '--max-conns-per-address', '0',
     ...(opts.extraArgs ?? []),
   ];
   const child = spawn(process.execPath, args, { cwd: opts.root, env: { ...cleanEnv(), ...(opts.env ?? {}) }, stdio: ['ignore', 'pipe', 'pipe'] });

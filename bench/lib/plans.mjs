@@ -6,7 +6,7 @@
  * every statement each operation ran, with its plan and timings, straight from the server:
  *  - EXPLAIN (ANALYZE, BUFFERS) of query and history without a hand-copied statement;
  *  - a check that the raw baseline still sends what the gateway sends for put and get
- *    (bench/lib/raw.mjs mirrors db/kysely/index.ts by hand; this says when they drift).
+ *    (bench/lib/raw.mjs mirrors db/kysely/ by hand; this says when they drift).
  */
 import { CLASS, HIST_RID, QCLASS, withClient } from './db.mjs';
 import { authOf, startGateway } from './gateway.mjs';

@@ -1,10 +1,10 @@
 /**
  * The raw-SQL baseline: the same database work the gateway does for put and get, straight
  * from the pg driver, one connection per simulated client in a tight loop. The statements
- * mirror db/kysely/index.ts (lockRecord, PgWriteTx.applyField, readRecord) and are sent the
- * way Kysely sends them: parameterised (unnamed prepared statements), begin/commit as text.
+ * mirror the gateway's (db/kysely: kslate_write, readRecord), named as it names them; on an
+ * older schema, the write path that schema had.
  *
- * Mirrored by hand: when db/kysely/index.ts changes what it sends, change this file too. The
+ * Mirrored by hand: when db/kysely/ (writes.ts, record.ts) changes what it sends, change this file too. The
  * harness checks it each run (bench/lib/plans.mjs compares the statements the gateway sent,
  * caught with auto_explain, with `rawStatements`) and warns when they differ. The lock step
  * follows the schema: kslate_lock_record() (migration 0002) when the database has it, else the
@@ -71,7 +71,7 @@ const READ_FIELDS = `select ${FIELD_COLUMNS.replace('f.value,', `case when sum($
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 // Migration 0005: the whole applied write in one autocommitted statement, named (TRY_WRITE in
-// db/kysely/index.ts); a version mismatch writes nothing and answers applied = false.
+// the gateway before migration 0010); a version mismatch writes nothing and answers applied = false.
 const TRY_WRITE = {
   name: 'kslate_try_write',
   text: 'select applied, version, record_version, created from kslate_try_write($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14)',
@@ -85,7 +85,7 @@ const READ_ONE = {
           (select coalesce(json_agg(json_build_array(
               x.name, x.kind, case when x.fits then x.value end, x.version, x.record_version, x.author, x.identity_strength,
               x.evidence, x.based_on, x.invocation, floor(extract(epoch from x.updated_at) * 1000)::bigint, x.owner, floor(extract(epoch from x.lease_expires_at) * 1000)::bigint,
-              x.lease_lapsed, (x.owner is not null and x.lease_expires_at > now()), x.sz, x.fits) order by x.name), '[]')::text
+              x.lease_lapsed, kslate_lease_held(x.owner, x.lease_expires_at, now()), x.sz, x.fits) order by x.name), '[]')::text
            from (select f.*, ${FB} as sz, sum(${FB}) over () <= $1 as fits
                  from fields f
                  where f.record_id = r.id and array_position($2::text[], f.name) is not null) x) as fields
@@ -93,24 +93,34 @@ const READ_ONE = {
         where r.class = $3 and r.rid = $4`,
 };
 
+// Migration 0010: every put decided and applied (or refused) in one autocommitted statement,
+// named (WRITE in db/kysely/writes.ts).
+const WRITE = {
+  name: 'kslate_write',
+  text: 'select outcome, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing from kslate_write($1, $2, $3, $4, $5, $6, $7::jsonb, $8::text[], $9, $10, $11, $12, $13, $14, $15)',
+};
+
 let lockFn = false;
 let tryWrite = false;
+let write = false;
 
 /** Which write path the database offers (call once the schema is applied). */
 export async function detectLock(client) {
   const { rows } = await client.query(
     `select to_regprocedure('kslate_lock_record(text,text,text[])') is not null as has,
-            to_regproc('kslate_try_write') is not null as try`,
+            to_regproc('kslate_try_write') is not null as try, to_regproc('kslate_write') is not null as write`,
   );
   lockFn = Boolean(rows[0].has);
   tryWrite = Boolean(rows[0].try);
+  write = Boolean(rows[0].write);
+  if (write) return 'kslate_write() (1 autocommitted statement, named)';
   if (tryWrite) return 'kslate_try_write() (1 autocommitted statement, named)';
   return lockFn ? 'kslate_lock_record() (1 statement)' : 'select ... for update + select fields (2 statements)';
 }
 
 /** The statements a raw put and get send, besides begin/commit (for the drift check). */
 export const rawStatements = {
-  put: () => (tryWrite ? [TRY_WRITE.text] : lockFn ? [LOCK_FN, APPLY] : [LOCK, LOCK_FIELDS, APPLY]),
+  put: () => (write ? [WRITE.text] : tryWrite ? [TRY_WRITE.text] : lockFn ? [LOCK_FN, APPLY] : [LOCK, LOCK_FIELDS, APPLY]),
   get: () => (tryWrite ? [READ_ONE.text] : [READ_RECORD, READ_FIELDS]),
 };
 
@@ -133,6 +143,15 @@ async function lockAndRead(c, rid) {
 export async function rawPut(c, idx, versions, author, value) {
   const rid = `r-${idx}`;
   const expected = versions[idx];
+  if (write) {
+    const { rows } = await c.query({
+      ...WRITE,
+      values: [CLASS, rid, 'f1', 'versioned', 'put', expected, null, null, author, 'shared-secret', JSON.stringify(value), null, 'null', 'null', expected],
+    });
+    // A STALE answers the field's current version (and writes its history row, as the gateway's does).
+    versions[idx] = Number(rows[0].version);
+    return rows[0].outcome === 'applied';
+  }
   if (tryWrite) {
     const v = JSON.stringify(value);
     const { rows } = await c.query({

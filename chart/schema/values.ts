@@ -32,6 +32,9 @@ const quantities = (what: string) => v.pipe(
   describe(what),
 );
 
+/** A whole number from `min` to a million, for the gateway's count flags. */
+const count = (min: number, what: string) => v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(1_000_000), describe(what));
+
 const resources = (component: string) => v.pipe(
   v.strictObject({
     requests: v.optional(quantities(`Resource requests of the ${component} container (cpu, memory, ...).`)),
@@ -69,10 +72,18 @@ export const ValuesSchema = v.pipe(v.strictObject({
       enabled: flag('Render a PodDisruptionBudget for the gateway (only when replicas > 1).'),
       minAvailable: v.pipe(
         v.union([v.pipe(v.number(), v.integer(), v.minValue(0)), v.pipe(v.string(), v.regex(/^[0-9]+%$/))]),
-        describe('minAvailable of the PodDisruptionBudget: a number of pods or a percentage such as 50%.'),
+        describe('minAvailable of the PodDisruptionBudget: a number of pods or a percentage such as 50%; it must leave at least one gateway pod evictable (below replicas), or node drains would hang.'),
       ),
     }), describe('The gateway\'s PodDisruptionBudget.')),
     resources: resources('gateway'),
+    limits: v.pipe(v.strictObject({
+      maxConns: count(1, 'Concurrent connections per port (--max-conns).'),
+      maxConnsPerAddress: count(0, 'Connections per port from one client address (--max-conns-per-address), at most maxConns; 0 = no cap. Behind an ingress or a load balancer that hides client addresses every client shares the proxy\'s: raise it or set 0.'),
+      watchMaxStreams: count(1, 'Open watch streams per replica (--watch-max-streams).'),
+      watchMaxStreamsPerIdentity: count(1, 'Open watch streams of one identity per replica (--watch-max-streams-per-identity), at most watchMaxStreams.'),
+      mcpMaxSessions: count(1, 'MCP sessions per replica (--mcp-max-sessions).'),
+      mcpMaxSessionsPerIdentity: count(1, 'MCP sessions of one identity per replica (--mcp-max-sessions-per-identity), at most mcpMaxSessions.'),
+    }), describe('Capacity limits of each replica; the per-identity and per-address caps must not exceed their totals.')),
     dbPoolSize: v.pipe(
       v.number(),
       v.integer(),

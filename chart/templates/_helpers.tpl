@@ -139,11 +139,52 @@ dsn
 {{- fail "gateway.identity includes oidc: set gateway.oidc.issuer and gateway.oidc.audience" -}}
 {{- end -}}
 {{- end -}}
+{{- with .Values.gateway.limits -}}
+{{- if gt (int .maxConnsPerAddress) (int .maxConns) -}}
+{{- fail (printf "gateway.limits.maxConnsPerAddress (%d) is above gateway.limits.maxConns (%d): one address could take every connection; lower it (0 = no per-address cap)" (int .maxConnsPerAddress) (int .maxConns)) -}}
+{{- end -}}
+{{- if gt (int .watchMaxStreamsPerIdentity) (int .watchMaxStreams) -}}
+{{- fail (printf "gateway.limits.watchMaxStreamsPerIdentity (%d) is above gateway.limits.watchMaxStreams (%d): lower it, so one identity cannot take every stream" (int .watchMaxStreamsPerIdentity) (int .watchMaxStreams)) -}}
+{{- end -}}
+{{- if gt (int .mcpMaxSessionsPerIdentity) (int .mcpMaxSessions) -}}
+{{- fail (printf "gateway.limits.mcpMaxSessionsPerIdentity (%d) is above gateway.limits.mcpMaxSessions (%d): lower it, so one identity cannot take every session" (int .mcpMaxSessionsPerIdentity) (int .mcpMaxSessions)) -}}
+{{- end -}}
+{{- end -}}
 {{- if and (include "kslate.hasIdentity" (list . "k8s-sa")) (not .Values.gateway.k8sAudience) -}}
 {{- fail "gateway.identity includes k8s-sa but gateway.k8sAudience is empty: set the audience agents' projected tokens are issued for (default kslate)" -}}
 {{- end -}}
 {{- if and .Values.tls.enabled (not .Values.tls.secretName) -}}
 {{- fail "tls.enabled is true but tls.secretName is empty: set tls.secretName to a kubernetes.io/tls Secret (tls.crt, tls.key) in the release namespace" -}}
+{{- end -}}
+{{- /* Ports of one container must differ: the second listen would fail at start (EADDRINUSE). */ -}}
+{{- $gw := .Values.gateway -}}
+{{- $gwPorts := list (list "gateway.listenPort" (int $gw.listenPort)) (list "gateway.metricsPort" (int $gw.metricsPort)) -}}
+{{- if gt (int $gw.grpcPort) 0 }}{{ $gwPorts = append $gwPorts (list "gateway.grpcPort" (int $gw.grpcPort)) }}{{ end -}}
+{{- $wkPorts := list (list "worker.healthPort" (int .Values.worker.healthPort)) (list "worker.metricsPort" (int .Values.worker.metricsPort)) -}}
+{{- range $ports := list $gwPorts $wkPorts -}}
+{{- range $i, $a := $ports -}}
+{{- range $j, $b := $ports -}}
+{{- if and (lt $i $j) (eq (index $a 1) (index $b 1)) -}}
+{{- fail (printf "%s and %s are both %d: one container cannot listen twice on a port; give each its own" (index $a 0) (index $b 0) (index $a 1)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- /* A budget no eviction can satisfy blocks every node drain and cluster upgrade. Kubernetes
+  rounds a percentage up, so minAvailable p% of r replicas leaves none to evict when r*p > 100*(r-1). */ -}}
+{{- $pdb := $gw.podDisruptionBudget -}}
+{{- $replicas := int $gw.replicas -}}
+{{- if and $pdb.enabled (gt $replicas 1) -}}
+{{- $min := toString $pdb.minAvailable -}}
+{{- $blocks := false -}}
+{{- if hasSuffix "%" $min -}}
+{{- $blocks = gt (mul $replicas (atoi (trimSuffix "%" $min))) (mul 100 (sub $replicas 1)) -}}
+{{- else -}}
+{{- $blocks = ge (atoi $min) $replicas -}}
+{{- end -}}
+{{- if $blocks -}}
+{{- fail (printf "gateway.podDisruptionBudget.minAvailable %s with gateway.replicas %d lets no gateway pod be evicted, so every node drain and cluster upgrade would hang: set minAvailable below the replicas (e.g. %d), raise gateway.replicas, or set gateway.podDisruptionBudget.enabled=false" $min $replicas (sub $replicas 1)) -}}
+{{- end -}}
 {{- end -}}
 {{- if and .Values.example.enabled (not .Values.example.namespace) -}}
 {{- fail "example.enabled is true but example.namespace is empty: set example.namespace" -}}

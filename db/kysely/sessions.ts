@@ -4,8 +4,9 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { ConsoleSession, NewConsoleSession } from '../port.js';
+import type { Database } from './schema.js';
 
-export async function createConsoleSession(db: Kysely<any>, s: NewConsoleSession): Promise<void> {
+export async function createConsoleSession(db: Kysely<Database>, s: NewConsoleSession): Promise<void> {
   // One statement: the new row, and the author's expired sessions and oldest live ones beyond
   // the cap go (the delete sees the table as it was before the insert, so it keeps
   // maxPerAuthor - 1 of the older ones). Two sign-ins of one author at the same instant may
@@ -20,18 +21,18 @@ export async function createConsoleSession(db: Kysely<any>, s: NewConsoleSession
     values (${s.id}, ${s.author}, ${s.sealed}, now() + make_interval(secs => ${s.ttlSeconds}))`.execute(db);
 }
 
-export async function readConsoleSession(db: Kysely<any>, id: string): Promise<ConsoleSession | null> {
+export async function readConsoleSession(db: Kysely<Database>, id: string): Promise<ConsoleSession | null> {
   const res = await sql<{ author: string; sealed: string; expires_at: Date }>`
     select author, sealed, expires_at from console_sessions where id = ${id} and expires_at > now()`.execute(db);
   const row = res.rows[0];
-  return row ? { author: row.author, sealed: row.sealed, expiresAt: new Date(row.expires_at) } : null;
+  return row ? { author: row.author, sealed: row.sealed, expiresAt: row.expires_at } : null;
 }
 
-export async function deleteConsoleSession(db: Kysely<any>, id: string): Promise<void> {
+export async function deleteConsoleSession(db: Kysely<Database>, id: string): Promise<void> {
   await sql`delete from console_sessions where id = ${id}`.execute(db);
 }
 
-export async function purgeConsoleSessions(db: Kysely<any>, limit: number): Promise<number> {
+export async function purgeConsoleSessions(db: Kysely<Database>, limit: number): Promise<number> {
   const res = await sql<{ n: number }>`
     with gone as (
       delete from console_sessions where id = any(array(
@@ -39,5 +40,5 @@ export async function purgeConsoleSessions(db: Kysely<any>, limit: number): Prom
       returning 1
     )
     select count(*)::int as n from gone`.execute(db);
-  return Number(res.rows[0]?.n ?? 0);
+  return res.rows[0]?.n ?? 0;
 }

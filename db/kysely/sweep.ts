@@ -5,6 +5,7 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { RoleSubjects, WorkerGauges } from '../port.js';
+import type { Database } from './schema.js';
 
 /**
  * History rows of (class, rid) at or below the newest expiry watermark belong to an expired
@@ -14,21 +15,26 @@ export function notPurged(cls: unknown, rid: unknown, id: RawBuilder<unknown>): 
   return sql`${id} > coalesce((select max(x.max_history_id) from expired_records x where x.class = ${cls} and x.rid = ${rid}), 0)`;
 }
 
-export async function acquireLease(db: Kysely<any>, name: string, holder: string, ttlSeconds: number): Promise<boolean> {
-  const res = await sql`
-    insert into sweep_lease (name, holder, expires_at)
-    values (${name}, ${holder}, now() + make_interval(secs => ${ttlSeconds}))
-    on conflict (name) do update set holder = excluded.holder, expires_at = excluded.expires_at
-      where sweep_lease.expires_at <= now() or sweep_lease.holder = excluded.holder
-    returning holder`.execute(db);
-  return res.rows.length === 1;
+export async function acquireLease(db: Kysely<Database>, name: string, holder: string, ttlSeconds: number): Promise<boolean> {
+  const taken = await db
+    .insertInto('sweep_lease')
+    .values({ name, holder, expires_at: sql<Date>`now() + make_interval(secs => ${ttlSeconds})` })
+    .onConflict((oc) =>
+      oc
+        .column('name')
+        .doUpdateSet({ holder: (eb) => eb.ref('excluded.holder'), expires_at: (eb) => eb.ref('excluded.expires_at') })
+        .where(({ eb, or, ref }) => or([eb('sweep_lease.expires_at', '<=', sql<Date>`now()`), eb('sweep_lease.holder', '=', ref('excluded.holder'))])),
+    )
+    .returning('holder')
+    .executeTakeFirst();
+  return taken !== undefined;
 }
 
-export async function releaseLease(db: Kysely<any>, name: string, holder: string): Promise<void> {
-  await sql`delete from sweep_lease where name = ${name} and holder = ${holder}`.execute(db);
+export async function releaseLease(db: Kysely<Database>, name: string, holder: string): Promise<void> {
+  await db.deleteFrom('sweep_lease').where('name', '=', name).where('holder', '=', holder).execute();
 }
 
-export async function expireRecords(db: Kysely<any>, cls: string, ttlSeconds: number, limit: number): Promise<number> {
+export async function expireRecords(db: Kysely<Database>, cls: string, ttlSeconds: number, limit: number): Promise<number> {
   // One statement, so one transaction: a record is either wholly live or wholly gone to
   // every reader. SKIP LOCKED passes over a record a writer holds (its write renews it);
   // a record renewed after this statement's snapshot is re-checked under the lock
@@ -50,14 +56,14 @@ export async function expireRecords(db: Kysely<any>, cls: string, ttlSeconds: nu
       delete from records r using doomed d where r.id = d.id returning r.id
     )
     select count(*)::int as n from gone`.execute(db);
-  return Number(res.rows[0]?.n ?? 0);
+  return res.rows[0]?.n ?? 0;
 }
 
 /** The queue is worked oldest expiry first, this many records at a time. */
 const PURGE_WINDOW = 1000;
 
 export async function purgeExpired(
-  db: Kysely<any>,
+  db: Kysely<Database>,
   limit: number,
 ): Promise<{ historyRows: number; entries: number; finished: number; more: boolean }> {
   const chunk = await sql<{ h: number; e: number }>`
@@ -93,11 +99,13 @@ export async function purgeExpired(
     select (select count(*) from fin)::int as n,
            (select count(*) from expired_records) > (select count(*) from fin) as left`.execute(db);
   const fin = done.rows[0] ?? { n: 0, left: false };
-  return { historyRows: Number(h), entries: Number(e), finished: Number(fin.n), more: Boolean(fin.left) };
+  return { historyRows: h, entries: e, finished: fin.n, more: fin.left };
 }
 
-export async function flagLapsedLeases(db: Kysely<any>, limit: number): Promise<number> {
-  // SKIP LOCKED: a field being claimed or renewed right now is that writer's to decide.
+export async function flagLapsedLeases(db: Kysely<Database>, limit: number): Promise<number> {
+  // SKIP LOCKED: a field being claimed or renewed right now is that writer's to decide. An
+  // owner whose lease_expires_at <= now() is `not kslate_lease_held(...)` (migration 0010)
+  // written out, so that fields_lease_due (lease_expires_at, owner set, not lapsed) drives it.
   const res = await sql<{ n: number }>`
     with due as (
       select record_id, name from fields
@@ -111,7 +119,7 @@ export async function flagLapsedLeases(db: Kysely<any>, limit: number): Promise<
       returning 1
     )
     select count(*)::int as n from flagged`.execute(db);
-  return Number(res.rows[0]?.n ?? 0);
+  return res.rows[0]?.n ?? 0;
 }
 
 /**
@@ -129,22 +137,22 @@ export function authorIn(subjects: string[], author: RawBuilder<unknown>): RawBu
   return sql`(${sql.join(parts, sql` or `)})`;
 }
 
-export async function gauges(db: Kysely<any>, classes: string[], roles: RoleSubjects[]): Promise<WorkerGauges> {
+export async function gauges(db: Kysely<Database>, classes: string[], roles: RoleSubjects[]): Promise<WorkerGauges> {
   const records = new Map<string, number>(classes.map((c) => [c, 0]));
   const historyRows = new Map<string, number>(classes.map((c) => [c, 0]));
   const rec = await sql<{ class: string; n: number }>`
     select class, count(*)::bigint as n from records where class = any(${classes}::text[]) group by class`.execute(db);
-  for (const r of rec.rows) records.set(r.class, Number(r.n));
+  for (const r of rec.rows) records.set(r.class, r.n);
   const hist = await sql<{ class: string; n: number }>`
     select class, count(*)::bigint as n from history where class = any(${classes}::text[]) group by class`.execute(db);
-  for (const r of hist.rows) historyRows.set(r.class, Number(r.n));
+  for (const r of hist.rows) historyRows.set(r.class, r.n);
   // Rows of expired records still being purged are not history any more.
   const pending = await sql<{ class: string; n: number }>`
     select w.class, sum((select count(*) from history h where h.class = w.class and h.rid = w.rid and h.id <= w.m))::bigint as n
     from (select class, rid, max(max_history_id) as m from expired_records group by class, rid) w
     where w.class = any(${classes}::text[])
     group by w.class`.execute(db);
-  for (const r of pending.rows) historyRows.set(r.class, (historyRows.get(r.class) ?? 0) - Number(r.n));
+  for (const r of pending.rows) historyRows.set(r.class, (historyRows.get(r.class) ?? 0) - r.n);
   const lapsed = await sql<{ n: number }>`select count(*)::bigint as n from fields where lease_lapsed`.execute(db);
   const roleWroteNothing = new Map<string, number>();
   for (const r of roles) {
@@ -155,7 +163,7 @@ export async function gauges(db: Kysely<any>, classes: string[], roles: RoleSubj
         where h.class = rec.class and h.rid = rec.rid and h.outcome = 'applied'
           and ${authorIn(r.subjects, sql`h.author`)}
           and ${notPurged(sql`rec.class`, sql`rec.rid`, sql`h.id`)})`.execute(db);
-    roleWroteNothing.set(`${r.class}/${r.role}`, Number(res.rows[0]?.n ?? 0));
+    roleWroteNothing.set(`${r.class}/${r.role}`, res.rows[0]?.n ?? 0);
   }
-  return { records, historyRows, leasesLapsed: Number(lapsed.rows[0]?.n ?? 0), roleWroteNothing };
+  return { records, historyRows, leasesLapsed: lapsed.rows[0]?.n ?? 0, roleWroteNothing };
 }

@@ -7,6 +7,7 @@ import { extname, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { parseManifest } from '../../handlers/class-schema.js';
 import type { ClassManifest } from '../../handlers/types.js';
+import type { ClassSource } from '../../worker/reconcile-classes.js';
 
 const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 
@@ -25,7 +26,7 @@ interface Doc {
  */
 export async function readClassDir(
   dir: string,
-): Promise<{ manifests: ClassManifest[]; problems: string[]; duplicates: string[] }> {
+): Promise<{ manifests: ClassManifest[]; problems: string[]; duplicates: string[]; unreadable?: true }> {
   const manifests: ClassManifest[] = [];
   const problems: string[] = [];
   // Same name from another namespace: kept, because which one wins is the reconciler's call
@@ -41,7 +42,7 @@ export async function readClassDir(
       .map((e) => e.name)
       .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   } catch (e) {
-    return { manifests, problems: [`${dir}: cannot read the classes directory (${errorText(e)})`], duplicates };
+    return { manifests, problems: [`${dir}: cannot read the classes directory (${errorText(e)})`], duplicates, unreadable: true };
   }
 
   const firstSeen = new Map<string, { label: string; namespace: string }>();
@@ -76,6 +77,18 @@ export async function readClassDir(
     }
   }
   return { manifests, problems, duplicates };
+}
+
+/**
+ * `--classes DIR` as the sweep's class source. A directory that cannot be read fails the class
+ * step (an error each sweep, `kslate sweep` exit 1): it says nothing about any manifest, so
+ * nothing is reconciled. A bad file in it is a refused manifest, which the sweep reports
+ * without failing.
+ */
+export async function classDirSource(dir: string): Promise<ClassSource> {
+  const read = await readClassDir(dir);
+  if (read.unreadable) throw new Error(`${read.problems[0]}; check --classes (KSLATE_CLASSES)`);
+  return read;
 }
 
 /** The non-empty documents of a YAML stream; `#n` (1-based) labels them when there are several. */

@@ -13,12 +13,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { createRequire } from 'node:module';
-import { dirname, resolve as resolvePath } from 'node:path';
-import * as protoLoader from '@grpc/proto-loader';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
-import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation, protoPath as healthProtoPath, type ServingStatus } from 'grpc-health-check';
+import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import { MAX_BODY_BYTES, type RawBody } from '../../handlers/body.js';
 import { ERROR_TABLE, SvcError } from '../../handlers/errors.js';
 import { asSvcError, operations, type Operation } from '../../handlers/index.js';
@@ -34,6 +30,8 @@ import type { QueryInput } from '../../handlers/query.js';
 import type { Services } from '../services.js';
 import { authenticateRequest, clientAddress, runRequest } from '../request.js';
 import { requestIdFrom } from '../http/env.js';
+import { afterNextPoll, DRAIN_GRACE_MS, stopListening } from '../drain.js';
+import { PerAddress, type ListenOptions } from '../http/listen.js';
 import {
   appendResultMsg,
   checkpointLoadResultMsg,
@@ -65,7 +63,8 @@ import { resetterOf, resetters, watchRpc } from './watch.js';
 import { watchOperations } from '../../handlers/watch.js';
 import { beginCall } from './call-log.js';
 import { ERROR_DETAILS_BUDGET, fitErrorBody } from './error-body.js';
-import { LOADER_OPTIONS, loadSvcProto, messageType, PROTO_DIR, PROTO_FILES } from './proto.js';
+import { loadSvcProto, messageType } from './proto.js';
+import { addReflection } from './reflection.js';
 
 export const SERVICE_NAME = 'svc.v1.SvcService';
 export const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
@@ -99,7 +98,10 @@ const ENCODE_DEPTH_HINT =
 
 export async function startGrpc(
   s: Services,
-  opts: { host: string; port: number; tls?: { cert: Buffer; key: Buffer }; maxConns: number; headerTimeoutMs: number },
+  opts: { host: string; port: number; tls?: { cert: Buffer; key: Buffer }; maxConns: number; headerTimeoutMs: number } & Pick<
+    ListenOptions,
+    'maxConnsPerAddress' | 'onRefuse'
+  >,
 ): Promise<GrpcServer> {
   const definition = loadSvcProto();
   const service = definition[SERVICE_NAME] as ServiceDefinition;
@@ -409,7 +411,7 @@ export async function startGrpc(
   });
   server.addService(methods, implementation);
   const health = addHealth(server, s);
-  new ReflectionService(reflectedServices()).addToServer(server);
+  addReflection(server);
   const creds = opts.tls
     ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }], false)
     : grpc.ServerCredentials.createInsecure();
@@ -420,17 +422,27 @@ export async function startGrpc(
     close: (graceMs = 5_000) =>
       new Promise<void>((resolve) => {
         health.notServing();
-        listener.close();
         // Let calls in flight finish, but do not wait on them past the grace period.
         const timer = setTimeout(() => {
+          listener.abandon();
           server.forceShutdown();
           resolve();
         }, graceMs);
         timer.unref();
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
+        // Calls already sent are answered (runtime/drain.ts): the port stops listening once the
+        // kernel's accept queue is taken, connections still sending their preface are handed
+        // to grpc-js, and grpc-js's GOAWAY comes only after the sessions have read what their
+        // clients sent, so it names every call received (later ones are refused and retried
+        // by the client). tryShutdown then waits for those calls.
+        void listener
+          .close(Math.min(DRAIN_GRACE_MS, graceMs), graceMs / 2)
+          .then(afterNextPoll)
+          .then(() =>
+            server.tryShutdown(() => {
+              clearTimeout(timer);
+              resolve();
+            }),
+          );
       }),
   };
 }
@@ -497,20 +509,6 @@ function addHealth(server: grpc.Server, s: Services): { notServing(): void } {
   };
 }
 
-/**
- * What reflection describes (`grpcurl list`): our service and its messages, the health
- * service and reflection itself, from the protos the two packages ship.
- */
-function reflectedServices(): protoLoader.PackageDefinition {
-  const healthRoot = resolvePath(dirname(healthProtoPath), '../..');
-  const reflectionRoot = resolvePath(dirname(require.resolve('@grpc/reflection')), '../proto');
-  return protoLoader.loadSync([...PROTO_FILES, 'health/v1/health.proto', 'grpc/reflection/v1/reflection.proto'], {
-    ...LOADER_OPTIONS,
-    includeDirs: [PROTO_DIR, healthRoot, reflectionRoot],
-  });
-}
-const require = createRequire(import.meta.url);
-
 /** What a plain-text HTTP/2 client sends first. */
 const HTTP2_PREFACE_BYTES = 24;
 
@@ -525,28 +523,40 @@ const HTTP2_PREFACE_BYTES = 24;
 async function listenGrpc(
   server: grpc.Server,
   creds: grpc.ServerCredentials,
-  opts: { host: string; port: number; tls?: unknown; maxConns: number; headerTimeoutMs: number },
-): Promise<{ port: number; close(): void }> {
+  opts: { host: string; port: number; tls?: unknown; maxConns: number; headerTimeoutMs: number } & Pick<ListenOptions, 'maxConnsPerAddress' | 'onRefuse'>,
+): Promise<{ port: number; close(silentMs: number, budgetMs: number): Promise<void>; abandon(): void }> {
   const injector = server.createConnectionInjector(creds);
+  const perAddress = new PerAddress(opts.maxConnsPerAddress ?? 0);
   const need = opts.tls ? 1 : HTTP2_PREFACE_BYTES;
   let open = 0;
-  /** Connections still sending their first bytes: grpc-js does not know them, close() ends them. */
+  /** Connections still sending their first bytes: grpc-js does not know them yet. */
   const waiting = new Set<Socket>();
+  /** Called whenever a connection leaves `waiting` (close() waits for it to empty). */
+  let left = () => undefined as void;
   const tcp = createTcpServer((socket) => {
     // Errors before grpc-js owns the socket (a reset during the preface) are just a close.
     socket.on('error', () => undefined);
-    if (open >= opts.maxConns) {
+    if (open >= opts.maxConns || !perAddress.take(socket)) {
+      opts.onRefuse?.(open >= opts.maxConns ? 'conns' : 'conns_per_address');
       socket.destroy();
       return;
     }
     open++;
     socket.once('close', () => open--);
-    const timer = setTimeout(() => socket.destroy(), opts.headerTimeoutMs);
+    // Checked once more after a poll: a preface that arrived while a busy event loop held
+    // this timer back is still taken (as runtime/http/listen.ts does for HTTP).
+    const timer = setTimeout(
+      () =>
+        void afterNextPoll().then(() => {
+          if (waiting.has(socket)) socket.destroy();
+        }),
+      opts.headerTimeoutMs,
+    );
     timer.unref();
     waiting.add(socket);
     socket.once('close', () => {
       clearTimeout(timer);
-      waiting.delete(socket);
+      if (waiting.delete(socket)) left();
     });
     const chunks: Buffer[] = [];
     let got = 0;
@@ -561,6 +571,7 @@ async function listenGrpc(
       // Node's HTTP/2 and TLS read what is already buffered on the socket before its handle.
       socket.unshift(Buffer.concat(chunks));
       injector.injectConnection(socket);
+      left();
     };
     socket.on('data', onData);
   });
@@ -574,7 +585,31 @@ async function listenGrpc(
   });
   return {
     port,
-    close: () => {
+    /**
+     * Stop listening once the accept queue is taken (within `budgetMs`); resolves when every
+     * connection still sending its preface has been handed to grpc-js or closed: one that has
+     * sent nothing after `silentMs` is closed, one that has sent part of it keeps --header-timeout.
+     */
+    close: async (silentMs: number, budgetMs: number) => {
+      await stopListening(tcp, budgetMs);
+      if (waiting.size === 0) return;
+      await new Promise<void>((resolve) => {
+        const silent = setTimeout(
+          () =>
+            void afterNextPoll().then(() => {
+              for (const socket of waiting) if (socket.bytesRead === 0) socket.destroy();
+            }),
+          silentMs,
+        );
+        left = () => {
+          if (waiting.size > 0) return;
+          clearTimeout(silent);
+          resolve();
+        };
+      });
+    },
+    /** Close every connection still sending its preface (the stop's budget is spent). */
+    abandon: () => {
       tcp.close();
       for (const socket of waiting) socket.destroy();
     },

@@ -6,11 +6,14 @@
  * writes the handler's transport-neutral items (`open`, `change`, `heartbeat`, `end`) as
  * WatchEvent messages.
  *
- * Bounded like the SSE stream: a message is written only when the previous ones have left
- * (`write` false -> wait for 'drain'), so at most grpc-js's stream buffer (16 messages) waits
- * here and the rest waits in the hub's per-stream queue, which ends the stream (`slow`) when
- * it overflows. A stream the gateway ended that still cannot write its last message is reset
- * after END_GRACE_MS. A client cancel closes the subscription (its slot is freed at once).
+ * Bounded like the SSE stream (issue 31 item 9): the next item is asked of the watch only
+ * once the previous message has left, that is when grpc-js calls the write's callback, which
+ * it does when the HTTP/2 stream took the message (flow control: the client read enough).
+ * Waiting for `write` to return false instead let grpc-js's object stream buffer 16 messages
+ * (up to 4 MiB each) per call. A client that stops reading holds one message here, and its
+ * stream ends `slow` after --watch-slow-timeout. A stream the gateway ended that still cannot
+ * write its last message is reset after END_GRACE_MS. A client cancel closes the
+ * subscription (its slot is freed at once).
  */
 import { constants as http2 } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
@@ -140,7 +143,6 @@ export function watchRpc({ s, method, meta, toGrpc }: WatchDeps) {
       rouse();
     };
     call.on('cancelled', onCancel);
-    call.on('drain', rouse);
     if (call.cancelled) onCancel();
     // A client that does not read blocks the writes below; a stream the gateway ended
     // (slow, shutdown) is reset after a grace period instead of waiting for it.
@@ -168,10 +170,14 @@ export function watchRpc({ s, method, meta, toGrpc }: WatchDeps) {
           { request_id: requestId },
         );
       }
-      if (!call.write(bytes)) {
-        // Wait until the client took what is buffered (or went away, or the call was reset).
-        while (!gone && call.writableNeedDrain) await new Promise<void>((res) => (wake = res));
-      }
+      // Wait until the message has left (or the client went away, or the call was reset):
+      // grpc-js drops the callback of a cancelled call, hence `gone`.
+      let sent = false;
+      call.write(bytes, () => {
+        sent = true;
+        rouse();
+      });
+      while (!sent && !gone) await new Promise<void>((res) => (wake = res));
     };
     try {
       for await (const item of stream.items) {
@@ -191,7 +197,6 @@ export function watchRpc({ s, method, meta, toGrpc }: WatchDeps) {
       finished = true;
       stream.close();
       call.off('cancelled', onCancel);
-      call.off('drain', rouse);
     }
   };
 }

@@ -4,14 +4,16 @@
  */
 import { Hono, type Context } from 'hono';
 import { etag } from 'hono/etag';
+import type { UnofficialStatusCode } from 'hono/utils/http-status';
 import type { RawBody } from '../../handlers/body.js';
 import { SvcError } from '../../handlers/errors.js';
 import { asSvcError, operations, type Operation } from '../../handlers/index.js';
 import { watchOperations } from '../../handlers/watch.js';
 import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } from '../mcp/server.js';
-import { runRequest, type AppServices } from '../request.js';
+import { ClientClosedRequest, runRequest, type AppServices } from '../request.js';
 import { readBody } from './body.js';
-import { reply, replyText } from './reply.js';
+import { addErrorHeaders, reply, replyText, RETRY_AFTER_SECONDS } from './reply.js';
+import { mountProtectedResource, PRM_PATH, PRM_RESOURCES } from './protected-resource.js';
 import { serveWatch } from './watch-sse.js';
 import { requestIdFrom, requestMeta, type AppEnv, type PeerAddress } from './env.js';
 import { OPENAPI_PATH, serveOpenApi } from './openapi.js';
@@ -35,13 +37,15 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
     try {
       await next();
     } finally {
+      const status = c.res.status;
+      if (status === 401 || status === 503) addErrorHeaders(c, s);
       // Answers built by `reply` carry it already; others (MCP, Hono's own) get it here.
       if (!c.get('replied')) c.res.headers.set('x-request-id', requestId);
       const path = c.req.path.length > 512 ? `${c.req.path.slice(0, 512)}…` : c.req.path;
       const line = {
         method: c.req.method,
         path,
-        status: c.res.status,
+        status,
         duration_ms: Math.round((performance.now() - started) * 10) / 10,
         author: c.get('author'),
         error: c.get('errorCode'),
@@ -74,6 +78,9 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
   // The API's OpenAPI document: no credential (the same for every caller), cached with an ETag.
   app.get(OPENAPI_PATH, etag(), serveOpenApi);
   route('GET', OPENAPI_PATH);
+  // How to get a token (RFC 9728), for clients that sign in through the identity provider.
+  mountProtectedResource(app, s);
+  for (const r of PRM_RESOURCES) route('GET', PRM_PATH + r);
   // The read-only web console (docs/console.md), unless --ui=false.
   if (opts.ui) mountConsole(app, s, peer, opts.ui === true ? undefined : opts.ui);
 
@@ -96,6 +103,11 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
     return c.json(new SvcError('NOT_FOUND', `No endpoint ${c.req.method} ${c.req.path}; see the README for the API.`).body(), 404);
   });
   app.onError((e, c) => {
+    if (e instanceof ClientClosedRequest) {
+      // The access log line says 499 at info; no one reads the answer.
+      c.set('errorCode', 'CLIENT_CLOSED');
+      return c.body(null, 499 as UnofficialStatusCode);
+    }
     const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') ?? s.newId() });
     c.set('errorCode', err.code);
     return c.json(err.body(), err.status as 500);
@@ -124,7 +136,7 @@ export function healthz(c: Context): Response {
 export async function readyz(c: Context, s: Pick<AppServices, 'readiness'>): Promise<Response> {
   const r = await s.readiness.check();
   if (r.ready) return c.json(r.warnings ? { status: 'ready', warnings: r.warnings } : { status: 'ready' }, 200);
-  return c.json(new SvcError('UNAVAILABLE', r.message).body(), 503);
+  return c.json(new SvcError('UNAVAILABLE', r.message).body(), 503, { 'retry-after': String(RETRY_AFTER_SECONDS) });
 }
 
 async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: PeerAddress): Promise<Response> {

@@ -3,6 +3,7 @@
  * every runtime: Web-standard Request in, the handlers' RawBody out.
  */
 import { MAX_BODY_BYTES, type RawBody } from '../../handlers/body.js';
+import { ClientClosedRequest } from '../request.js';
 
 /**
  * The most of an oversized body that is read and discarded so that the client can read the
@@ -16,6 +17,7 @@ export const MAX_DRAIN_BYTES = 64 * 1024 * 1024;
  * Read at most `limit` (4 MiB); a larger body is marked so the handler answers MALFORMED at its step.
  * The rest of a larger body is read and discarded (up to MAX_DRAIN_BYTES in all, within
  * --request-timeout), never kept, so the answer comes after the client has sent everything.
+ * A connection that ends before the body arrived whole throws ClientClosedRequest.
  */
 export async function readBody(req: Request, limit: number = MAX_BODY_BYTES): Promise<RawBody> {
   const tooLarge = { kind: 'too-large', limit } as const;
@@ -27,7 +29,13 @@ export async function readBody(req: Request, limit: number = MAX_BODY_BYTES): Pr
   // nothing touched `req.body` before: that getter builds them (a tenth of an MCP call's CPU).
   if (Number.isFinite(declared) && declared <= limit) {
     if (declared === 0) return { kind: 'none' };
-    return decode(new Uint8Array(await req.arrayBuffer()));
+    let whole: ArrayBuffer;
+    try {
+      whole = await req.arrayBuffer();
+    } catch (e) {
+      throw new ClientClosedRequest(e);
+    }
+    return decode(new Uint8Array(whole));
   }
   if (!req.body) return { kind: 'none' };
   const reader = req.body.getReader();
@@ -40,7 +48,7 @@ export async function readBody(req: Request, limit: number = MAX_BODY_BYTES): Pr
     } catch (e) {
       // The client went away (or the request timed out) while an oversized body was drained.
       if (total > limit) return tooLarge;
-      throw e;
+      throw new ClientClosedRequest(e);
     }
     if (next.done) break;
     total += next.value.byteLength;

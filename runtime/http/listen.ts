@@ -8,11 +8,15 @@
  *   counts a fresh connection as a request in progress; checked every
  *   `connectionsCheckingInterval`, set well below the timeout instead of Node's 30 s).
  * - `requestTimeout` = --request-timeout: the whole request (head and body) must arrive by then.
- * - `keepAliveTimeout`: an idle keep-alive connection is closed after min(5 s, header timeout).
+ * - `keepAliveTimeout`: an idle keep-alive connection is closed after min(5 s, header timeout)
+ *   (plus Node's 1 s margin), unless its next request has reached the socket by then.
  * - TLS: `handshakeTimeout` = the header timeout (Node's default is 120 s).
  * - --max-conns: on plain HTTP a connection over the limit is answered 503 UNAVAILABLE with
  *   `Connection: close` and closed, instead of the reset `server.maxConnections` gives. With
  *   TLS the answer would need a handshake first, so such a connection is reset.
+ * - --max-conns-per-address (issue 31): one client address holds at most that many of them,
+ *   so a client that reconnects every closed socket cannot take the whole limit; one more
+ *   from that address is answered 429 RATE_LIMITED the same way (TLS: reset).
  * - Parse errors (`clientError`) are answered with a JSON body and the socket ended after the
  *   answer is written: 431 for a head over 16 KiB, 408 for a request that timed out, 400
  *   otherwise. Node's default handler destroys the socket at once, so a client still
@@ -23,11 +27,16 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import { SvcError } from '../../handlers/errors.js';
+import { afterNextPoll } from '../drain.js';
 
 export interface ListenOptions {
   host: string;
   port: number;
   maxConns: number;
+  /** Connections one peer address may hold (0: no cap). */
+  maxConnsPerAddress?: number;
+  /** A connection refused by either cap (metrics). */
+  onRefuse?: (limit: 'conns' | 'conns_per_address') => void;
   headerTimeoutMs: number;
   requestTimeoutMs: number;
   tls?: { cert: Buffer; key: Buffer };
@@ -58,8 +67,10 @@ export async function listenHttp(
   const server: Server = opts.tls
     ? createHttpsServer({ ...serverOptions, cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: opts.headerTimeoutMs }, listener)
     : createHttpServer(serverOptions, listener);
-  limitConnections(server, opts.maxConns, !opts.tls);
+  limitConnections(server, opts.maxConns, !opts.tls, new PerAddress(opts.maxConnsPerAddress ?? 0), opts.onRefuse);
   server.on('clientError', answerClientError);
+  // Node's keep-alive timer: with a listener here Node leaves the socket to us (socketOnTimeout).
+  server.on('timeout', closeIfStillIdle);
 
   const port = await new Promise<number>((resolve, reject) => {
     server.once('error', reject);
@@ -76,7 +87,13 @@ export async function listenHttp(
  * connection listener sees them: it is taken off the 'connection' event and called only
  * for connections under the limit.
  */
-function limitConnections(server: Server, maxConns: number, answer503: boolean): void {
+function limitConnections(
+  server: Server,
+  maxConns: number,
+  answer503: boolean,
+  perAddress: PerAddress,
+  onRefuse: ListenOptions['onRefuse'] = () => undefined,
+): void {
   // Node installs exactly one: http's connection listener, or for https the TLS one.
   const listeners = server.listeners('connection') as ((socket: Socket) => void)[];
   server.removeAllListeners('connection');
@@ -86,24 +103,74 @@ function limitConnections(server: Server, maxConns: number, answer503: boolean):
   let open = 0;
   let refusing = 0;
   server.on('connection', (socket: Socket) => {
-    if (open < maxConns) {
+    const full = open >= maxConns;
+    if (!full && perAddress.take(socket)) {
       open++;
       socket.once('close', () => open--);
       http(socket);
       return;
     }
+    onRefuse(full ? 'conns' : 'conns_per_address');
     if (!answer503 || refusing >= REFUSING_SLOTS) {
       socket.destroy();
       return;
     }
     refusing++;
     socket.once('close', () => refusing--);
-    const body = new SvcError(
-      'UNAVAILABLE',
-      `The gateway is at its connection limit (${maxConns}, --max-conns); retry shortly, or reuse one connection for several requests.`,
-    ).body();
-    endGracefully(socket, rawResponse(503, 'Service Unavailable', body, { 'Retry-After': '1' }));
+    if (full) {
+      const body = new SvcError(
+        'UNAVAILABLE',
+        `The gateway is at its connection limit (${maxConns}, --max-conns); retry shortly, or reuse one connection for several requests.`,
+      ).body();
+      endGracefully(socket, rawResponse(503, 'Service Unavailable', body, { 'Retry-After': '1' }));
+    } else {
+      const body = new SvcError(
+        'RATE_LIMITED',
+        `Your address holds the maximum of ${perAddress.max} connections to this gateway (--max-conns-per-address); reuse an open connection for more requests (keep-alive), or close one first.`,
+      ).body();
+      endGracefully(socket, rawResponse(429, 'Too Many Requests', body, { 'Retry-After': '1' }));
+    }
   });
+}
+
+/**
+ * An idle keep-alive connection whose timer has fired is closed, unless its next request has
+ * already arrived. Node's default destroys it at once, and a timer that fires late (a busy
+ * event loop, e.g. one serializing a 10,000-row history page) then resets a request the
+ * client sent well within the advertised `Keep-Alive: timeout`, still unread in the kernel.
+ * So the socket gets one poll to read what is there: bytes read mean a request is under way
+ * (answered as usual); none mean it is idle, and it is closed as before.
+ */
+function closeIfStillIdle(socket: Socket): void {
+  const before = socket.bytesRead;
+  void afterNextPoll().then(() => {
+    if (socket.bytesRead === before && !(socket as { _httpMessage?: unknown })._httpMessage) socket.destroy();
+  });
+}
+
+/**
+ * Open connections per peer address, at most `max` each (0: no cap). `take` counts a socket
+ * when its address has room and releases it when the socket closes. Shared by the HTTP
+ * ports and the gRPC port (runtime/grpc/server.ts).
+ */
+export class PerAddress {
+  private readonly open = new Map<string, number>();
+
+  constructor(readonly max: number) {}
+
+  take(socket: Socket): boolean {
+    if (this.max <= 0) return true;
+    const addr = socket.remoteAddress ?? '';
+    const n = this.open.get(addr) ?? 0;
+    if (n >= this.max) return false;
+    this.open.set(addr, n + 1);
+    socket.once('close', () => {
+      const left = (this.open.get(addr) ?? 1) - 1;
+      if (left > 0) this.open.set(addr, left);
+      else this.open.delete(addr);
+    });
+    return true;
+  }
 }
 
 /** A parse error or timeout of one connection: answer it with a JSON body if anything can be answered. */
@@ -127,9 +194,14 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
       message = 'The request head (request line and headers) is larger than 16 KiB; send smaller headers.';
       break;
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      // A connection that never sent a byte is not speaking HTTP to us: just close it.
+      // A connection that never sent a byte is not speaking HTTP to us: just close it, unless
+      // its request is in the kernel unread (the check ran late on a busy event loop; see
+      // closeIfStillIdle): then it is served, and timed again from its first byte.
       if (socket.bytesRead === 0) {
-        socket.destroy();
+        answered.delete(socket);
+        void afterNextPoll().then(() => {
+          if (socket.bytesRead === 0) socket.destroy();
+        });
         return;
       }
       [status, reason] = [408, 'Request Timeout'];

@@ -10,6 +10,7 @@ import { openApiDocument, operationRoutes, type Json, type RouteDoc } from '../.
 import { WATCH_ROUTES } from '../../handlers/watch-openapi.js';
 import { MCP_PATH, MCP_SESSION_PATH } from '../mcp/server.js';
 import { REQUEST_ID } from './env.js';
+import { PRM_PATH, PRM_RESOURCES, protectedResourceBody } from './protected-resource.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
 /** The API version in the document: the package version (a test keeps them equal). */
@@ -55,8 +56,27 @@ const openApiBody = v.pipe(v.looseObject({ openapi: v.string() }), d('This OpenA
 
 const MCP_CLOSED = 'This stateless server keeps no sessions and offers no stream: the answer is 405 with a JSON-RPC error (after the credential check).';
 
+/** GET /.well-known/oauth-protected-resource[/mcp[/session]] (runtime/http/protected-resource.ts). */
+const PROTECTED_RESOURCE_ROUTES: RouteDoc[] = PRM_RESOURCES.map((resource) => ({
+  method: 'GET',
+  path: PRM_PATH + resource,
+  operationId: `protectedResource${resource.split('/').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('')}`,
+  tag: 'service',
+  summary: `Protected resource metadata${resource ? ` of ${resource}` : ''} (RFC 9728)`,
+  description: [
+    `Where to get a token for ${resource ? `the MCP endpoint ${resource}` : 'this API'}: \`authorization_servers\` names the OIDC issuer of --oidc-issuer (docs/identity.md).`,
+    'MCP clients that implement the MCP authorization spec read it after a 401 and sign the user in there.',
+    'Without an oidc provider in --identity there is no authorization server: 404 NOT_FOUND saying which credential to send.',
+  ].join(' '),
+  auth: false,
+  responses: { 200: { description: 'The metadata.', schema: protectedResourceBody } },
+  errors: ['NOT_FOUND'],
+  ...(resource === '' ? { schemas: { ProtectedResourceMetadata: protectedResourceBody } } : {}),
+}));
+
 /** The routes the HTTP transport mounts besides the operations (runtime/http/app.ts, runtime/mcp/server.ts). */
 export const RUNTIME_ROUTES: RouteDoc[] = [
+  ...PROTECTED_RESOURCE_ROUTES,
   {
     method: 'GET',
     path: '/healthz',

@@ -1,6 +1,23 @@
 /** The JSON answer every HTTP route sends (operations, watch refusals). */
 import type { Context } from 'hono';
+import type { AppServices } from '../request.js';
 import type { AppEnv } from './env.js';
+import { wwwAuthenticate } from './protected-resource.js';
+
+/** Seconds every 503 asks the client to wait before retrying (Retry-After). */
+export const RETRY_AFTER_SECONDS = 1;
+
+/**
+ * What an error answer of any route (the API, watch refusals, MCP, the console) says besides
+ * its body, added in one place for all (the app's first middleware): a 401 how to
+ * authenticate (WWW-Authenticate), a 503 when to retry (Retry-After). Headers a route set
+ * itself are kept.
+ */
+export function addErrorHeaders(c: Context<AppEnv>, s: AppServices): void {
+  const status = c.res.status;
+  if (status === 401 && !c.res.headers.has('www-authenticate')) c.res.headers.set('www-authenticate', wwwAuthenticate(c, s));
+  else if (status === 503 && !c.res.headers.has('retry-after')) c.res.headers.set('retry-after', String(RETRY_AFTER_SECONDS));
+}
 
 /**
  * A JSON answer with its headers as one plain object (content type and X-Request-Id): on

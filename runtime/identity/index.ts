@@ -3,18 +3,19 @@
  * (interface "Authentication", decisions §2).
  */
 import { SvcError } from '../../handlers/errors.js';
-import type { Identity, IdentityProvider } from '../../handlers/types.js';
+import type { AuthAttempt, Identity, IdentityProvider } from '../../handlers/types.js';
 
 /**
  * Authenticates `Authorization: Bearer <token>` against `providers` in order; the first
  * provider that accepts the token decides. Throws SvcError UNAUTHENTICATED otherwise.
  * A provider that throws (e.g. the cluster API is unreachable) propagates unchanged:
- * that is an outage, not a bad credential.
+ * that is an outage, not a bad credential. `attempt` reaches every provider (see AuthAttempt).
  * Messages never contain the header's value.
  */
 export async function authenticate(
   providers: IdentityProvider[],
   authorizationHeader: string | undefined,
+  attempt?: AuthAttempt,
 ): Promise<Identity> {
   const header = authorizationHeader?.trim() ?? '';
   if (header === '') {
@@ -30,7 +31,7 @@ export async function authenticate(
     throw new SvcError('UNAUTHENTICATED', 'Authorization header has an empty Bearer token; send "Authorization: Bearer <token>"');
   }
   for (const provider of providers) {
-    const identity = await provider.authenticate(token);
+    const identity = await provider.authenticate(token, attempt);
     if (identity !== null) return identity;
   }
   const tried = providers.length > 0 ? providers.map((p) => p.kind).join(', ') : 'none configured';

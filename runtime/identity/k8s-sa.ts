@@ -3,10 +3,14 @@
  * TokenReview against the cluster's API server (decisions §2, docs/identity.md).
  *
  * The API server is protected: successful reviews are cached (bounded LRU, at most 30 s and
- * never past the token's `exp`), identical tokens share one review in flight, and at most
- * 16 reviews run at once (the rest wait their turn). An API server that cannot answer is an
- * outage (503 UNAVAILABLE), never a bad credential. Tokens are never logged nor kept: the
- * cache is keyed by their SHA-256, and logs name a token by its `jti` claim when it has one.
+ * never past the token's `exp`), identical tokens share one review in flight, at most 16
+ * reviews run at once and at most 64 wait their turn (more answer 503 at once), each review
+ * charges the client address's rejected-credential budget before it is queued, and its 5 s
+ * deadline runs from the request's arrival, queue included. Tokens of another provider's
+ * issuer (`--identity k8s-sa,oidc`: the OIDC issuer) are never sent. An API server that
+ * cannot answer is an outage (503 UNAVAILABLE), never a bad credential. Tokens are never
+ * logged nor kept: the cache is keyed by their SHA-256, and logs name a token by its `jti`
+ * claim when it has one.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -20,7 +24,7 @@ import {
 import type { Logger } from '../../handlers/context.js';
 import { loadDefaultKubeConfig } from '../k8s/cluster.js';
 import { SvcError } from '../../handlers/errors.js';
-import type { Identity, IdentityProvider } from '../../handlers/types.js';
+import type { AuthAttempt, Identity, IdentityProvider } from '../../handlers/types.js';
 
 /** The outcome of one TokenReview as this provider needs it. */
 export type ReviewFn = (token: string, audience: string, signal: AbortSignal) => Promise<V1TokenReview>;
@@ -36,8 +40,15 @@ export interface K8sSaOptions {
   cacheMax?: number;
   cacheTtlMs?: number;
   maxInFlight?: number;
-  /** A review that takes longer is abandoned and the request answers 503. */
+  /** Reviews that may wait for one of the maxInFlight; beyond, a request answers 503 at once. */
+  maxQueued?: number;
+  /** A review not answered this long after its request arrived (queue included) is abandoned: 503. */
   timeoutMs?: number;
+  /**
+   * Issuers whose tokens are another provider's (`--identity k8s-sa,oidc`: the OIDC issuer):
+   * such a token is passed on unreviewed.
+   */
+  foreignIssuers?: readonly string[];
   now?: () => number;
 }
 
@@ -45,6 +56,7 @@ export const K8S_SA_DEFAULTS = {
   cacheMax: 10_000,
   cacheTtlMs: 30_000,
   maxInFlight: 16,
+  maxQueued: 64,
   timeoutMs: 5_000,
 } as const;
 
@@ -56,9 +68,10 @@ const POD_UID = 'authentication.kubernetes.io/pod-uid';
 interface Claims {
   exp?: number;
   jti?: string;
+  iss?: string;
 }
 
-/** The payload's `exp` and `jti`, read without verifying anything; null when not a JWT. */
+/** The payload's `exp`, `jti` and `iss`, read without verifying anything; null when not a JWT. */
 export function peekClaims(token: string): Claims | null {
   if (!JWT.test(token)) return null;
   let payload: unknown;
@@ -72,6 +85,7 @@ export function peekClaims(token: string): Claims | null {
   const claims: Claims = {};
   if (typeof p.exp === 'number' && Number.isFinite(p.exp)) claims.exp = p.exp;
   if (typeof p.jti === 'string' && p.jti.length <= 128) claims.jti = p.jti;
+  if (typeof p.iss === 'string') claims.iss = p.iss;
   return claims;
 }
 
@@ -119,13 +133,12 @@ export class K8sSaProvider implements IdentityProvider {
 
   private readonly cache = new Map<string, CacheEntry>();
   private readonly pending = new Map<string, Promise<Identity | null>>();
-  private readonly waiting: Array<() => void> = [];
-  private running = 0;
+  private readonly slots: ReviewSlots;
   private readonly review: ReviewFn;
   private readonly cacheMax: number;
   private readonly cacheTtlMs: number;
-  private readonly maxInFlight: number;
   private readonly timeoutMs: number;
+  private readonly foreignIssuers: ReadonlySet<string>;
   private readonly now: () => number;
 
   constructor(private readonly opts: K8sSaOptions) {
@@ -133,8 +146,9 @@ export class K8sSaProvider implements IdentityProvider {
     this.review = opts.review;
     this.cacheMax = opts.cacheMax ?? K8S_SA_DEFAULTS.cacheMax;
     this.cacheTtlMs = opts.cacheTtlMs ?? K8S_SA_DEFAULTS.cacheTtlMs;
-    this.maxInFlight = opts.maxInFlight ?? K8S_SA_DEFAULTS.maxInFlight;
+    this.slots = new ReviewSlots(opts.maxInFlight ?? K8S_SA_DEFAULTS.maxInFlight, opts.maxQueued ?? K8S_SA_DEFAULTS.maxQueued);
     this.timeoutMs = opts.timeoutMs ?? K8S_SA_DEFAULTS.timeoutMs;
+    this.foreignIssuers = new Set(opts.foreignIssuers ?? []);
     this.now = opts.now ?? Date.now;
   }
 
@@ -143,16 +157,21 @@ export class K8sSaProvider implements IdentityProvider {
    * ~/.kube/config, else the pod's own service account. Throws an Error naming the file when
    * the configuration cannot be read.
    */
-  static fromDefault(audience: string, log: Logger): K8sSaProvider {
+  static fromDefault(audience: string, log: Logger, opts: Pick<K8sSaOptions, 'foreignIssuers'> = {}): K8sSaProvider {
     const kc = loadDefaultKubeConfig('k8s-sa');
     const server = kc.getCurrentCluster()?.server ?? '(none)';
     log.info(`k8s-sa: TokenReviews go to ${server}, audience "${audience}"`);
-    return new K8sSaProvider({ audience, log, review: clientReview(kc), server });
+    return new K8sSaProvider({ ...opts, audience, log, review: clientReview(kc), server });
   }
 
   /** Reviews in flight right now (at most maxInFlight). */
   get inFlight(): number {
-    return this.running;
+    return this.slots.running;
+  }
+
+  /** Reviews waiting for a slot right now (at most maxQueued). */
+  get queued(): number {
+    return this.slots.waiting;
   }
 
   /** Successful reviews currently cached. */
@@ -160,9 +179,11 @@ export class K8sSaProvider implements IdentityProvider {
     return this.cache.size;
   }
 
-  async authenticate(token: string): Promise<Identity | null> {
+  async authenticate(token: string, attempt?: AuthAttempt): Promise<Identity | null> {
     const claims = peekClaims(token);
     if (claims === null) return null;
+    // Another provider's issuer (e.g. the OIDC one): no cluster would accept it, so never ask.
+    if (claims.iss !== undefined && this.foreignIssuers.has(claims.iss)) return null;
     const key = createHash('sha256').update(token, 'utf8').digest('hex');
     const hit = this.cache.get(key);
     if (hit !== undefined) {
@@ -174,6 +195,8 @@ export class K8sSaProvider implements IdentityProvider {
     }
     const shared = this.pending.get(key);
     if (shared !== undefined) return shared;
+    // A review will be sent: charged to the client's address first (429 when it is spent).
+    attempt?.charge();
     const p = this.reviewAndCache(token, key, claims).finally(() => this.pending.delete(key));
     this.pending.set(key, p);
     return p;
@@ -186,7 +209,7 @@ export class K8sSaProvider implements IdentityProvider {
 
   private async reviewAndCache(token: string, key: string, claims: Claims): Promise<Identity | null> {
     const jti = claims.jti !== undefined ? { jti: claims.jti } : {};
-    const review = await this.limited(() => this.send(token, claims));
+    const review = await this.send(token, claims);
     const identity = identityFromReview(review, this.opts.audience);
     if (identity === null) {
       this.opts.log.debug('k8s-sa: token not accepted by TokenReview', {
@@ -204,35 +227,51 @@ export class K8sSaProvider implements IdentityProvider {
     return identity;
   }
 
-  /** Runs `fn` when fewer than maxInFlight reviews are running. */
-  private async limited<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.running >= this.maxInFlight) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.running++;
-    try {
-      return await fn();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next(); // the slot passes straight to the next waiter
-      else this.running--;
-    }
-  }
-
+  /**
+   * One review within the deadline, which starts now (the request's arrival): the wait for a
+   * slot counts, so a long queue cannot hold a request past it; a full queue answers at once.
+   */
   private async send(token: string, claims: Claims): Promise<V1TokenReview> {
+    const deadline = this.now() + this.timeoutMs;
     const ac = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        ac.abort();
-        reject(new ReviewTimeout());
-      }, this.timeoutMs);
-    });
+    const timer = setTimeout(() => ac.abort(new ReviewTimeout()), this.timeoutMs);
     try {
-      return await Promise.race([this.review(token, this.opts.audience, ac.signal), timedOut]);
-    } catch (e) {
-      throw this.outage(e, claims);
+      try {
+        await this.slots.acquire(ac.signal);
+      } catch (e) {
+        throw this.notSent(e);
+      }
+      // Handed a slot as its deadline passed (before its timer ran): not sent, the slot passes on.
+      if (this.now() >= deadline) {
+        this.slots.release();
+        throw this.notSent(new ReviewTimeout());
+      }
+      try {
+        const aborted = new Promise<never>((_, reject) => {
+          if (ac.signal.aborted) reject(ac.signal.reason);
+          ac.signal.addEventListener('abort', () => reject(ac.signal.reason), { once: true });
+        });
+        return await Promise.race([this.review(token, this.opts.audience, ac.signal), aborted]);
+      } catch (e) {
+        throw this.outage(e, claims);
+      } finally {
+        this.slots.release();
+      }
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** A review that never left the queue: no API server was asked, so nothing is logged here. */
+  private notSent(e: unknown): SvcError {
+    const why =
+      e instanceof ReviewsQueueFull
+        ? `${this.slots.maxWaiting} reviews are already waiting for it`
+        : `no answer within ${this.timeoutMs} ms: the reviews before it took that long`;
+    return new SvcError(
+      'UNAVAILABLE',
+      `Cannot check the service-account token: the Kubernetes API server (TokenReview) is busy (${why}); retry shortly.`,
+    );
   }
 
   private outage(e: unknown, claims: Claims): SvcError {
@@ -264,3 +303,53 @@ export class K8sSaProvider implements IdentityProvider {
 }
 
 class ReviewTimeout extends Error {}
+class ReviewsQueueFull extends Error {}
+
+/**
+ * At most `max` reviews run at once; at most `maxWaiting` wait, in arrival order, each until
+ * its signal aborts (its deadline); one more is refused at once (ReviewsQueueFull).
+ */
+class ReviewSlots {
+  running = 0;
+  /** Insertion-ordered: the first is the longest waiting. */
+  private readonly queue = new Set<() => void>();
+
+  constructor(
+    private readonly max: number,
+    readonly maxWaiting: number,
+  ) {}
+
+  get waiting(): number {
+    return this.queue.size;
+  }
+
+  acquire(signal: AbortSignal): Promise<void> {
+    if (this.running < this.max) {
+      this.running++;
+      return Promise.resolve();
+    }
+    if (this.queue.size >= this.maxWaiting) return Promise.reject(new ReviewsQueueFull());
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        this.queue.delete(granted);
+        reject(signal.reason);
+      };
+      // The slot passes straight from release() to the waiter: `running` stays as it is.
+      const granted = () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      this.queue.add(granted);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  release(): void {
+    const next = this.queue.values().next();
+    if (next.done) this.running--;
+    else {
+      this.queue.delete(next.value);
+      next.value();
+    }
+  }
+}

@@ -9,20 +9,20 @@
  *   allowlist, or expired: 401 with a message saying which (never the token).
  * - The issuer's discovery document is fetched at start and retried until it answers;
  *   meanwhile the provider is not ready (/readyz 503) and tokens of our issuer get 503
- *   UNAVAILABLE. A JWKS that cannot be fetched is 503 too, never 401.
- * - Keys rotate: jose's remote key set refetches once for an unknown `kid`, with a cooldown.
+ *   UNAVAILABLE. A JWKS fetch that fails is 503 too, never 401.
+ * - Keys rotate: an unknown `kid` refetches the key set once, at most once per cooldown; a
+ *   failed fetch backs off, and meanwhile an unknown `kid` is no key (jwks.ts).
  */
-import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
+import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
 import type { Logger } from '../../handlers/context.js';
 import { SvcError } from '../../handlers/errors.js';
 import type { Identity, IdentityProvider } from '../../handlers/types.js';
+import { IssuerKeys, KeysUnavailable } from './jwks.js';
 
 /** Asymmetric algorithms only: never `none`, never HS* (a shared secret would make any holder an issuer). */
 export const OIDC_ALGORITHMS = ['RS256', 'ES256', 'PS256', 'EdDSA'];
 const CLOCK_TOLERANCE_S = 30;
 const FETCH_TIMEOUT_MS = 5_000;
-/** Least time between two JWKS fetches for unknown keys (a flood of made-up `kid`s costs one fetch). */
-const JWKS_COOLDOWN_MS = 30_000;
 const MAX_CLAIM_CHARS = 256;
 
 export interface OidcOptions {
@@ -32,15 +32,19 @@ export interface OidcOptions {
   jwksUrl?: string;
   /** The claim that names the caller (default `sub`). */
   usernameClaim: string;
-  /** Least time between JWKS refetches for an unknown key id (default 30 s). */
+  /** Least time between JWKS refetches for an unknown key id (default 30 s; also the longest backoff after failures). */
   jwksCooldownMs?: number;
+  /** Clock of the key set's cooldown and backoff (default Date.now). */
+  now?: () => number;
 }
 
 const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 export class OidcProvider implements IdentityProvider {
   readonly kind = 'oidc';
-  private keys: ReturnType<typeof createRemoteJWKSet> | null = null;
+  /** The issuer: clients sign in there (the gateway's protected resource metadata names it). */
+  readonly authorizationServer: string;
+  private keys: IssuerKeys | null = null;
   private problem: string;
   private retry: NodeJS.Timeout | undefined;
   private closed = false;
@@ -50,6 +54,7 @@ export class OidcProvider implements IdentityProvider {
     private readonly log: Logger,
     private readonly fetchJson: (url: string) => Promise<unknown>,
   ) {
+    this.authorizationServer = opts.issuer;
     this.problem = `The OIDC issuer ${opts.issuer} has not been reached yet; the gateway keeps trying.`;
   }
 
@@ -82,9 +87,13 @@ export class OidcProvider implements IdentityProvider {
         }
         jwksUri = doc.jwks_uri;
       }
-      this.keys = createRemoteJWKSet(new URL(jwksUri), {
-        timeoutDuration: FETCH_TIMEOUT_MS,
-        cooldownDuration: this.opts.jwksCooldownMs ?? JWKS_COOLDOWN_MS,
+      this.keys = new IssuerKeys({
+        url: jwksUri,
+        issuer: this.opts.issuer,
+        fetchJson: this.fetchJson,
+        log: this.log,
+        ...(this.opts.jwksCooldownMs !== undefined ? { cooldownMs: this.opts.jwksCooldownMs } : {}),
+        ...(this.opts.now ? { now: this.opts.now } : {}),
       });
       this.log.info('OIDC issuer discovered', { issuer: this.opts.issuer, jwks_uri: jwksUri });
     } catch (e) {
@@ -115,7 +124,7 @@ export class OidcProvider implements IdentityProvider {
     const claim = this.opts.usernameClaim;
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, this.keys, {
+      ({ payload } = await jwtVerify(token, this.keys.getKey, {
         issuer: this.opts.issuer,
         audience: this.opts.audience,
         algorithms: OIDC_ALGORITHMS,
@@ -135,6 +144,8 @@ export class OidcProvider implements IdentityProvider {
   /** What a failed verification means for the caller: 401 saying which check failed, or 503 when the keys cannot be had. */
   private refusal(e: unknown): SvcError {
     const bad = (why: string) => new SvcError('UNAUTHENTICATED', `OIDC token refused: ${why}.`);
+    // Logged by the key set, once per fetch it tried: not again per request.
+    if (e instanceof KeysUnavailable) return new SvcError('UNAVAILABLE', `The OIDC issuer's keys cannot be fetched right now; retry shortly.`);
     if (e instanceof errors.JWTExpired) return bad('it has expired; get a fresh one from the issuer');
     if (e instanceof errors.JWTClaimValidationFailed) {
       if (e.claim === 'aud') return bad(`its audience is not ${JSON.stringify(this.opts.audience)}`);
@@ -145,22 +156,10 @@ export class OidcProvider implements IdentityProvider {
     if (e instanceof errors.JOSEAlgNotAllowed) return bad(`its algorithm is not one of ${OIDC_ALGORITHMS.join(', ')}`);
     if (e instanceof errors.JWKSNoMatchingKey) return bad("no key of the issuer's JWKS matches its key id");
     if (e instanceof errors.JWKSMultipleMatchingKeys) return bad("several keys of the issuer's JWKS match it");
-    if (e instanceof errors.JWKSTimeout || e instanceof errors.JWKSInvalid || isNetworkError(e)) {
-      this.log.warn('OIDC JWKS cannot be fetched', { issuer: this.opts.issuer, error: (e as Error).message });
-      return new SvcError('UNAVAILABLE', `The OIDC issuer's keys cannot be fetched right now; retry shortly.`);
-    }
     if (e instanceof errors.JOSEError) return bad(`it is not a valid signed JWT (${e.code})`);
     this.log.warn('OIDC verification failed unexpectedly', { issuer: this.opts.issuer, error: (e as Error)?.message });
     return new SvcError('UNAVAILABLE', `The OIDC token could not be verified right now; retry shortly.`);
   }
-}
-
-/** The key set could not be had: the network failed, or the issuer answered but not with a key set. */
-function isNetworkError(e: unknown): boolean {
-  return (
-    e instanceof TypeError ||
-    (e instanceof Error && /fetch failed|ECONNREFUSED|ECONNRESET|ENOTFOUND|aborted|JSON Web Key Set HTTP response/i.test(e.message))
-  );
 }
 
 async function defaultFetchJson(url: string): Promise<unknown> {

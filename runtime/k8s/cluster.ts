@@ -3,7 +3,7 @@
  * way to turn a client-node error into a sentence.
  */
 import { existsSync } from 'node:fs';
-import { delimiter } from 'node:path';
+import { delimiter, join } from 'node:path';
 import {
   ApiException,
   KubeConfig,
@@ -53,12 +53,24 @@ export function detectCluster(env: NodeJS.ProcessEnv = process.env, saDir = SA_D
   return kc;
 }
 
+/** No KUBECONFIG, no ~/.kube/config and no service account of a pod: there is no cluster to ask. */
+export class NoClusterError extends Error {}
+
 /**
  * The cluster as kubectl finds it (`KubeConfig.loadFromDefault()`): KUBECONFIG, else
  * ~/.kube/config, else the pod's own service account. `who` prefixes the error, which names
- * where the configuration was looked for.
+ * where the configuration was looked for. When none of these exists, client-node would fall
+ * back to `http://localhost:8080` (an apiserver's old insecure port, and the gateway's own
+ * default port): that is refused with NoClusterError instead.
  */
-export function loadDefaultKubeConfig(who: string): KubeConfig {
+export function loadDefaultKubeConfig(who: string, env: NodeJS.ProcessEnv = process.env, saDir = SA_DIR): KubeConfig {
+  // The same places loadFromDefault looks, in its order (Linux and macOS: $HOME).
+  const home = env.HOME ? join(env.HOME, '.kube', 'config') : null;
+  if (!env.KUBECONFIG && !(home && existsSync(home)) && !existsSync(`${saDir}/token`)) {
+    throw new NoClusterError(
+      `${who}: no Kubernetes cluster to send TokenReviews to (not in a pod, KUBECONFIG unset, no ~/.kube/config)`,
+    );
+  }
   const kc = new KubeConfig();
   try {
     kc.loadFromDefault();

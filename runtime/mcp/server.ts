@@ -10,7 +10,9 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import {
   CallToolRequestSchema,
+  ErrorCode,
   ListResourcesRequestSchema,
+  McpError,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
@@ -290,7 +292,47 @@ export function createMcpServer(newCtx: (extra: McpExtra) => Ctx, opts: McpOptio
       return {};
     });
   }
+  answerInvalidParams(server);
   return server;
+}
+
+type RequestHandler = (request: unknown, extra: McpExtra) => Promise<unknown>;
+
+/**
+ * A request whose params do not match the MCP schema of its method answers JSON-RPC -32602
+ * Invalid params saying what is wrong. The SDK parses params before a handler runs and lets
+ * the schema library's error through, which its protocol layer answers -32603 Internal error
+ * with the validation dump as message. Wraps every handler of the server (the SDK's own
+ * initialize and ping too), so it runs once all are registered.
+ */
+function answerInvalidParams(server: Server): void {
+  // The SDK keeps its handler table private; a version that renames it fails here, at start.
+  const handlers = (server as unknown as { _requestHandlers?: unknown })._requestHandlers;
+  if (!(handlers instanceof Map)) throw new Error('MCP SDK: the server has no request handler table to wrap (see answerInvalidParams)');
+  for (const [method, handler] of handlers as Map<string, RequestHandler>) {
+    handlers.set(method, async (request: unknown, extra: McpExtra) => {
+      try {
+        return await handler(request, extra);
+      } catch (e) {
+        throw invalidParams(method, e) ?? e;
+      }
+    });
+  }
+}
+
+/** A schema error of the request's params as JSON-RPC -32602, or undefined for any other error. */
+export function invalidParams(method: string, e: unknown): McpError | undefined {
+  // zod's error (`$ZodError` from zod/v4 core, which the SDK parses with; `ZodError` from zod).
+  if (!(e instanceof Error) || !/^\$?ZodError$/.test(e.name)) return undefined;
+  const issues = (e as Error & { issues?: unknown }).issues;
+  if (!Array.isArray(issues)) return undefined;
+  const said = issues.slice(0, 5).map((i: { path?: unknown; message?: unknown }) => {
+    const path = Array.isArray(i.path) ? i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').slice(1) : '';
+    return `${path || '(the request)'}: ${String(i.message ?? 'invalid')}`;
+  });
+  const more = issues.length > 5 ? ` (and ${issues.length - 5} more)` : '';
+  const message = `Invalid params of ${method}: ${said.join('; ')}${more}.`;
+  return new McpError(ErrorCode.InvalidParams, message.length > 1024 ? `${message.slice(0, 1023)}…` : message);
 }
 
 /**

@@ -17,31 +17,39 @@
  * again (MCP, Streamable HTTP, "Session Management").
  *
  * Bounds: at most `maxSessions` sessions per process (one more `initialize` answers 503
- * UNAVAILABLE), `maxSubscriptions` per session; each subscription also holds one of the
+ * UNAVAILABLE) and `maxSessionsPerIdentity` per identity (429 RATE_LIMITED), `maxSubscriptions` per session; each subscription also holds one of the
  * process's watch streams (--watch-max-streams). A session with no GET stream open and no
  * request for `idleMs` ends, and so does one whose client leaves a notification untaken for
  * `idleMs` (slow); notifications are coalesced per resource while one is waiting, so a slow
  * client costs at most one queued notification per subscription. Shutdown ends them all.
+ *
+ * The credential (issue 31 item 10): a session keeps the latest credential its client sent
+ * (each request may bring a fresher token), and its subscriptions' watches check that one
+ * again as every watch stream does. Once it is refused (revoked, or expired and not
+ * replaced), the session ends: its GET stream closes and no notification follows.
  */
 import type { Context } from 'hono';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger } from '../../handlers/context.js';
+import type { Credential, Logger } from '../../handlers/context.js';
 import { SvcError } from '../../handlers/errors.js';
 import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
 import type { Identity } from '../../handlers/types.js';
 import { watchOperations, type WatchRecordInput } from '../../handlers/watch.js';
-import type { WatchStream } from '../../handlers/watch-feed.js';
+import type { EndReason, WatchStream } from '../../handlers/watch-feed.js';
 import type { AppEnv } from '../http/env.js';
-import { makeCtx, type AppServices } from '../request.js';
+import type { Limit } from '../metrics.js';
+import { credentialOf, makeCtx, type AppServices } from '../request.js';
 import { ResourceRefusal, routeOf } from './resources.js';
 import { createMcpServer, MAX_MCP_BODY_BYTES, readMcpPost, tooLarge, type McpExtra, type McpOptions, type SessionEndpoint } from './server.js';
 
 export interface SessionLimits {
   /** Sessions one process holds at once (--mcp-max-sessions). */
   maxSessions: number;
+  /** Sessions one identity holds at once (--mcp-max-sessions-per-identity). */
+  maxSessionsPerIdentity: number;
   /** Subscriptions one session holds at once (--mcp-max-subscriptions). */
   maxSubscriptions: number;
   /** A session without a GET stream and without requests, or with a notification its client has not taken, ends after this (--mcp-session-idle). */
@@ -72,10 +80,14 @@ export class McpSessions implements SessionEndpoint {
   private opening = 0;
   private sweeper: ReturnType<typeof setInterval> | null = null;
   private closed = false;
+  /** Sessions opening or open, per author (the per-identity cap). */
+  private readonly perAuthor = new Map<string, number>();
 
   constructor(
     readonly limits: SessionLimits,
     private readonly log: Logger,
+    /** Counts refusals by a cap (svc_limit_refusals_total). */
+    private readonly refused: (limit: Limit) => void = () => undefined,
   ) {}
 
   /** Sessions open now. */
@@ -94,6 +106,7 @@ export class McpSessions implements SessionEndpoint {
       ({ req, parsedBody } = body);
     }
     const authInfo: AuthInfo = { token: '', clientId: identity.author, scopes: [], extra: { caller } };
+    const credential = credentialOf(s, c.req.header('authorization'), identity);
     const sid = c.req.header('mcp-session-id');
     if (sid === undefined) {
       const initialize = req.method === 'POST' && (Array.isArray(parsedBody) ? parsedBody.some(isInitializeRequest) : isInitializeRequest(parsedBody));
@@ -104,18 +117,14 @@ export class McpSessions implements SessionEndpoint {
           { status: 400, headers: { 'content-type': 'application/json' } },
         );
       }
-      if (this.closed || this.live.size + this.opening >= this.limits.maxSessions) {
-        const err = new SvcError(
-          'UNAVAILABLE',
-          this.closed
-            ? 'The gateway is shutting down; connect to another replica.'
-            : `This gateway holds its maximum of ${this.limits.maxSessions} MCP sessions (--mcp-max-sessions); retry shortly or on another replica, or use /mcp (stateless) if you do not subscribe.`,
-        );
-        c.set('errorCode', err.code);
-        return c.json(err.body(), 503);
+      const refusal = this.admit(identity.author);
+      if (refusal) {
+        c.set('errorCode', refusal.code);
+        return c.json(refusal.body(), refusal.status as 503);
       }
       this.opening++;
-      const session = new Session(this, s, identity.author, opts, this.log);
+      const session = new Session(this, s, identity.author, credential, opts, this.log);
+      this.count(session);
       try {
         await session.ready;
         const res = await session.transport.handleRequest(req, { parsedBody, authInfo });
@@ -135,7 +144,7 @@ export class McpSessions implements SessionEndpoint {
     const session = this.live.get(sid);
     // A session is its creator's: another identity learns nothing, not even that it exists.
     if (!session || session.author !== identity.author) return sessionNotFound();
-    session.touch();
+    session.touch(credential);
     const res = await session.transport.handleRequest(req, { parsedBody, authInfo });
     if (req.method === 'GET' && res.status === 200 && res.body) return session.attachStream(res);
     return res;
@@ -148,10 +157,42 @@ export class McpSessions implements SessionEndpoint {
     this.stopSweep();
   }
 
+  /** Why a new session of `author` cannot open now (503 the process's cap or shutdown, 429 the identity's), or null. */
+  private admit(author: string): SvcError | null {
+    if (this.closed) return new SvcError('UNAVAILABLE', 'The gateway is shutting down; connect to another replica.');
+    if (this.live.size + this.opening >= this.limits.maxSessions) {
+      this.refused('mcp_sessions');
+      return new SvcError(
+        'UNAVAILABLE',
+        `This gateway holds its maximum of ${this.limits.maxSessions} MCP sessions (--mcp-max-sessions); retry shortly or on another replica, or use /mcp (stateless) if you do not subscribe.`,
+      );
+    }
+    if ((this.perAuthor.get(author) ?? 0) >= this.limits.maxSessionsPerIdentity) {
+      this.refused('mcp_sessions_per_identity');
+      return new SvcError(
+        'RATE_LIMITED',
+        `You hold the maximum of ${this.limits.maxSessionsPerIdentity} MCP sessions one identity may have on this gateway (--mcp-max-sessions-per-identity); end one you no longer use (DELETE /mcp/session with its Mcp-Session-Id) or subscribe within one session.`,
+      );
+    }
+    return null;
+  }
+
+  /** A session counts against its author's cap from its initialize until it ends. */
+  private count(session: Session): void {
+    session.counted = true;
+    this.perAuthor.set(session.author, (this.perAuthor.get(session.author) ?? 0) + 1);
+  }
+
   /** @internal A session that ended leaves the map. */
   forget(session: Session): void {
     const id = session.transport.sessionId;
     if (id !== undefined && this.live.get(id) === session) this.live.delete(id);
+    if (session.counted) {
+      session.counted = false;
+      const n = (this.perAuthor.get(session.author) ?? 1) - 1;
+      if (n > 0) this.perAuthor.set(session.author, n);
+      else this.perAuthor.delete(session.author);
+    }
     if (this.live.size === 0) this.stopSweep();
   }
 
@@ -206,14 +247,29 @@ class Session {
   /** Notifications owed while no GET stream is open (sent when one opens). */
   private readonly owed = new Set<string>();
   private closed = false;
+  /** Counted against its author's cap (McpSessions). */
+  counted = false;
+  /**
+   * What the subscriptions' watches check again: the latest credential the client sent (a
+   * client may refresh its token on any request of the session).
+   */
+  private readonly credential: Credential;
 
   constructor(
     private readonly registry: McpSessions,
     private readonly s: AppServices,
     readonly author: string,
+    private latest: Credential,
     opts: McpOptions,
     private readonly log: Logger,
   ) {
+    const current = () => this.latest;
+    this.credential = {
+      get expiresAt() {
+        return current().expiresAt;
+      },
+      check: () => current().check(),
+    };
     this.transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       enableJsonResponse: true,
@@ -236,8 +292,10 @@ class Session {
     return this.subs.size;
   }
 
-  touch(): void {
+  /** A request of the client: the session is in use, and `credential` is the latest it sent. */
+  touch(credential?: Credential): void {
     this.lastUsed = Date.now();
+    if (credential) this.latest = credential;
   }
 
   /** Why the session should end now, if it should. */
@@ -321,7 +379,7 @@ class Session {
 
   /** The record's watch through its handler: every refusal is the handler's, as a ResourceRefusal. */
   private async watch(cls: string, id: string, caller: Caller, after: number | null): Promise<WatchStream> {
-    const ctx = makeCtx(this.s, caller.identity, caller.scope, caller.requestId);
+    const ctx = makeCtx(this.s, caller.identity, caller.scope, caller.requestId, this.credential);
     const input: WatchRecordInput =
       after === null ? { class: cls, id, params: [] } : { class: cls, id, from_record_version: after, params: ['from_record_version'] };
     try {
@@ -335,7 +393,7 @@ class Session {
   /** Reads a subscription's watch: one notification per visible change; restarts or ends it as the watch ends. */
   private async pump(sub: Subscription): Promise<void> {
     for (;;) {
-      let reason: 'slow' | 'shutdown' | 'revoked' | 'recreated' | 'error' | 'closed' = 'closed';
+      let reason: EndReason | 'error' | 'closed' = 'closed';
       try {
         for await (const item of sub.stream.items) {
           if (sub.ended) break;
@@ -358,6 +416,12 @@ class Session {
         return;
       }
       if (reason === 'revoked') {
+        if (!(await this.credential.check().catch(() => true))) {
+          // The client's credential is refused now (revoked, or expired and not replaced): the session ends.
+          this.log.info('mcp session ended: its credential is no longer accepted', { author: this.author });
+          void this.close();
+          return;
+        }
         // The caller lost its role in the class: the subscription ends (MCP has no message for that).
         this.log.info('mcp subscription ended: the role no longer allows it', { uri: sub.uri, author: this.author });
         this.unsubscribe(sub.uri);
@@ -368,7 +432,8 @@ class Session {
       // recreated (the record expired and was written again, its versions restart at 1): the
       // resource changed; the watch follows the new record from its first version.
       if (reason === 'recreated') sub.after = 0;
-      this.notify(sub.uri);
+      // max_age: the watch resumes exactly where it was, nothing was missed.
+      if (reason !== 'max_age') this.notify(sub.uri);
       await new Promise((r) => setTimeout(r, reason === 'error' ? 1_000 : 0));
       if (sub.ended || this.closed) return;
       try {

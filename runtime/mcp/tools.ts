@@ -128,9 +128,12 @@ function filtersOf(args: ToolArgs, cls: string): Record<string, string> {
   if (typeof f !== 'object' || Array.isArray(f)) {
     throw new SvcError('MALFORMED', '`filters` must be an object {<field>: <value>}.', { class: cls });
   }
-  const out: Record<string, string> = {};
-  for (const [k, val] of Object.entries(f)) out[k] = typeof val === 'string' ? val : JSON.stringify(shallow(val, `filters.${k}`));
-  return out;
+  // fromEntries defines own properties, so a "__proto__" filter stays a filter (refused by the
+  // handler as an unknown field, as on HTTP and gRPC); assigning it would set the prototype
+  // and drop the filter.
+  return Object.fromEntries(
+    Object.entries(f).map(([k, val]) => [k, typeof val === 'string' ? val : JSON.stringify(shallow(val, `filters.${k}`))]),
+  );
 }
 
 /** The `action` values the operation table declares for a tool that carries several operations. */

@@ -70,7 +70,7 @@ export default {
           },
           { budgetMs: iso.sweepBudgetMs },
         );
-        if (!report.ok) throw new Error(`sweep: ${report.errors.map((e) => `${e.step}: ${e.message}`).join('; ') || 'a class manifest was refused'}`);
+        if (!report.ok) throw new Error(`sweep: ${report.errors.map((e) => `${e.step}: ${e.message}`).join('; ')}`);
       } finally {
         await pool.end().catch(() => undefined);
       }

@@ -3,7 +3,9 @@
  * gateway loads it only when it needs the cluster: the k8s-sa identity provider, or the
  * worker's class source and role mirror; grpc-js (~20 MB) only when --grpc-port is set.
  * Nothing `kslate serve` imports statically (value imports; `import type` is erased) may
- * reach them; those modules are `await import()`ed.
+ * reach them; those modules are `await import()`ed. `kslate serve` is runtime/main.ts and the
+ * gateway it loads for the command (runtime/serve.ts; main loads each command's modules when
+ * it runs, so `kslate help` loads none of them).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -29,7 +31,10 @@ function valueImports(rel: string): { files: string[]; packages: string[] } {
   return { files, packages };
 }
 
-/** Paths from runtime/main.ts, over static value imports, to a file importing a matching package. */
+/** What `kslate serve` loads before it serves: the CLI, then the gateway (dynamically imported by the CLI). */
+const SERVE_ROOTS = ['runtime/main.ts', 'runtime/serve.ts'];
+
+/** Paths from `kslate serve`'s modules, over static value imports, to a file importing a matching package. */
 function staticPathsTo(pkg: RegExp): { seen: number; offenders: string[] } {
   const seen = new Set<string>();
   const offenders: string[] = [];
@@ -40,7 +45,7 @@ function staticPathsTo(pkg: RegExp): { seen: number; offenders: string[] } {
     if (packages.some((p) => pkg.test(p))) offenders.push([...path, rel].join(' -> '));
     for (const f of files) visit(f, [...path, rel]);
   };
-  visit('runtime/main.ts', []);
+  for (const root of SERVE_ROOTS) visit(root, []);
   return { seen: seen.size, offenders };
 }
 
@@ -52,6 +57,12 @@ test('kslate serve loads @kubernetes/client-node only on demand (dynamic import)
 
 test('kslate serve loads grpc-js only when gRPC is on (--grpc-port, off by default)', () => {
   expect(staticPathsTo(/^@grpc\//).offenders).toEqual([]);
+});
+
+test('kslate help loads no gateway: runtime/main.ts imports serve.ts only when the command runs', () => {
+  const main = readFileSync(join(ROOT, 'runtime/main.ts'), 'utf8');
+  expect(valueImports('runtime/main.ts').files).not.toContain('runtime/serve.ts');
+  expect(main).toContain("import('./serve.js')");
 });
 
 test('the walk sees a static client-node import where there is one', () => {

@@ -1,6 +1,6 @@
 /**
  * The Dockerfile's invariants, checked without a container engine (none runs here):
- * node:20-slim stages, exec form only, production dependencies only, a non-root user before
+ * node:24-slim stages (the LTS line .ci/run runs the whole suite on), exec form only, production dependencies only, a non-root user before
  * the entrypoint, and every file `bin/kslate.js` reaches at run time present in the final
  * stage, with every package it imports a production dependency.
  */
@@ -38,9 +38,9 @@ const final = all.at(-1)!;
 const exec = (i: Instr) => JSON.parse(i.args) as string[];
 
 describe('Dockerfile', () => {
-  test('every stage is node:20-slim; the final stage is unnamed and runs as uid 10001', () => {
+  test('every stage is node:24-slim; the final stage is unnamed and runs as uid 10001', () => {
     expect(all.length).toBeGreaterThanOrEqual(2);
-    for (const s of all) expect(s.from).toBe('node:20-slim');
+    for (const s of all) expect(s.from).toBe('node:24-slim');
     const ops = final.instrs.map((i) => i.op);
     const user = final.instrs.filter((i) => i.op === 'USER');
     expect(user.map((i) => i.args)).toEqual(['10001']);

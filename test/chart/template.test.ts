@@ -32,6 +32,20 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       expect(pdb.spec.selector.matchLabels['app.kubernetes.io/component']).toBe('gateway');
       expect(find(render(v, ['default'], { 'gateway.replicas': 3, 'gateway.podDisruptionBudget.minAvailable': 2 }), 'PodDisruptionBudget', GATEWAY).spec.minAvailable).toBe(2);
     });
+    test('a percentage is kept as a percentage (Kubernetes IntOrString), not turned into 0', () => {
+      expect(find(render(v, ['default'], { 'gateway.podDisruptionBudget.minAvailable': '50%' }), 'PodDisruptionBudget', GATEWAY).spec.minAvailable).toBe('50%');
+      expect(find(render(v, ['default'], { 'gateway.replicas': 3, 'gateway.podDisruptionBudget.minAvailable': '66%' }), 'PodDisruptionBudget', GATEWAY).spec.minAvailable).toBe('66%');
+    });
+    test('a budget that lets no pod be evicted is refused, naming the keys (a number, or a percentage rounded up as Kubernetes does)', () => {
+      const blocking = /gateway\.podDisruptionBudget\.minAvailable .* lets no gateway pod be evicted, so every node drain and cluster upgrade would hang: set minAvailable below the replicas/;
+      expect(renderError(v, ['default'], { 'gateway.podDisruptionBudget.minAvailable': 2 })).toMatch(blocking);
+      expect(renderError(v, ['default'], { 'gateway.replicas': 3, 'gateway.podDisruptionBudget.minAvailable': 5 })).toMatch(blocking);
+      expect(renderError(v, ['default'], { 'gateway.podDisruptionBudget.minAvailable': '60%' })).toMatch(blocking); // ceil(1.2) = 2 of 2
+      expect(renderError(v, ['default'], { 'gateway.replicas': 3, 'gateway.podDisruptionBudget.minAvailable': '67%' })).toMatch(blocking); // ceil(2.01) = 3
+      // No budget rendered, nothing to block: one replica, or disabled.
+      expect(ofKind(render(v, ['one-replica'], { 'gateway.podDisruptionBudget.minAvailable': 5 }), 'PodDisruptionBudget')).toEqual([]);
+      expect(ofKind(render(v, ['default'], { 'gateway.podDisruptionBudget.enabled': false, 'gateway.podDisruptionBudget.minAvailable': 2 }), 'PodDisruptionBudget')).toEqual([]);
+    });
     test('not rendered with one replica, nor when disabled', () => {
       expect(ofKind(render(v, ['one-replica']), 'PodDisruptionBudget')).toEqual([]);
       expect(ofKind(render(v, ['default'], { 'gateway.podDisruptionBudget.enabled': false }), 'PodDisruptionBudget')).toEqual([]);
@@ -135,6 +149,29 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       const bundled = gwArgs(render(v));
       expect(bundled[bundled.indexOf('--allow-async-replication') + 1]).toBe('true');
     });
+    test('gateway.limits: the connection, stream and session caps as flags; a per-caller cap above its total is refused', () => {
+      const gw = find(render(v), 'Deployment', GATEWAY);
+      expect([
+        flag(gw, '--max-conns'),
+        flag(gw, '--max-conns-per-address'),
+        flag(gw, '--watch-max-streams'),
+        flag(gw, '--watch-max-streams-per-identity'),
+        flag(gw, '--mcp-max-sessions'),
+        flag(gw, '--mcp-max-sessions-per-identity'),
+      ]).toEqual(['4096', '256', '1024', '256', '256', '64']);
+      const off = find(render(v, ['default'], { 'gateway.limits.maxConnsPerAddress': 0 }), 'Deployment', GATEWAY);
+      expect(flag(off, '--max-conns-per-address')).toBe('0');
+      expect(renderError(v, ['default'], { 'gateway.limits.maxConnsPerAddress': 5000 })).toMatch(
+        /gateway\.limits\.maxConnsPerAddress \(5000\) is above gateway\.limits\.maxConns \(4096\)/,
+      );
+      expect(renderError(v, ['default'], { 'gateway.limits.watchMaxStreams': 100 })).toMatch(
+        /gateway\.limits\.watchMaxStreamsPerIdentity \(256\) is above gateway\.limits\.watchMaxStreams \(100\)/,
+      );
+      expect(renderError(v, ['default'], { 'gateway.limits.mcpMaxSessionsPerIdentity': 300 })).toMatch(
+        /gateway\.limits\.mcpMaxSessionsPerIdentity \(300\) is above gateway\.limits\.mcpMaxSessions \(256\)/,
+      );
+      expect(renderError(v, ['default'], { 'gateway.limits.watchMaxStreams': 0 })).toMatch(/watchMaxStreams/);
+    });
     test('gateway.maxSemiSpaceMB: NODE_OPTIONS sizes the young generation beside the heap cap (0, Node\'s default, by default)', () => {
       const env = (objs: K8sObject[]) => container(find(objs, 'Deployment', GATEWAY)).env.find((e: { name: string }) => e.name === 'NODE_OPTIONS');
       expect(env(render(v, ['default'], { 'gateway.maxSemiSpaceMB': 64 }))).toEqual({
@@ -169,6 +206,16 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
     test('the console session lifetime: --ui-session-ttl 8h by default, gateway.uiSessionTtl sets it', () => {
       expect(flag(find(render(v, ['default']), 'Deployment', GATEWAY), '--ui-session-ttl')).toBe('8h');
       expect(flag(find(render(v, ['default'], { 'gateway.uiSessionTtl': '30m' }), 'Deployment', GATEWAY), '--ui-session-ttl')).toBe('30m');
+    });
+    test('two ports of one container that collide are refused, naming both keys', () => {
+      expect(renderError(v, ['default'], { 'gateway.metricsPort': 8080 })).toMatch(
+        /gateway\.listenPort and gateway\.metricsPort are both 8080: one container cannot listen twice on a port; give each its own/,
+      );
+      expect(renderError(v, ['default'], { 'gateway.grpcPort': 9100 })).toMatch(/gateway\.metricsPort and gateway\.grpcPort are both 9100/);
+      expect(renderError(v, ['default'], { 'gateway.grpcPort': 8080 })).toMatch(/gateway\.listenPort and gateway\.grpcPort are both 8080/);
+      expect(renderError(v, ['default'], { 'worker.metricsPort': 8081 })).toMatch(/worker\.healthPort and worker\.metricsPort are both 8081/);
+      // Different pods may share a number: the worker's metrics on the gateway's listen port is fine.
+      expect(ports(container(find(render(v, ['default'], { 'worker.metricsPort': 8080 }), 'Deployment', WORKER)))).toEqual({ health: 8081, metrics: 8080 });
     });
     test('grpcPort 9000: container port, Service port and flag', () => {
       const objs = render(v, ['default'], { 'gateway.grpcPort': 9000 });
@@ -259,7 +306,8 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       { apiGroups: ['kslate.dev'], resources: ['sharedcontexts'], verbs: ['get', 'list', 'watch'] },
       // Exactly what the worker calls (docs/worker-cluster.md), nothing more.
       { apiGroups: ['kslate.dev'], resources: ['sharedcontexts/status'], verbs: ['patch'] },
-      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: ['get', 'list', 'create', 'patch', 'delete'] },
+      // list by label, server-side apply (patch, create when new), delete; never a get by name.
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: ['list', 'create', 'patch', 'delete'] },
     ];
     test('watchNamespace empty: a ClusterRole and ClusterRoleBinding, no Role', () => {
       const objs = render(v);

@@ -40,12 +40,6 @@ const ANSWER_WITHIN_MS = 2 * DB_TIMEOUT_MS + 4_000;
 /** An answer later than this is a hang. */
 const HANG_MS = 30_000;
 /**
- * Every 503 must carry Retry-After. The gateway sends it on every 503 from branch i31-identity
- * (commit 973d9c0, "every 503 when to retry"); until that is merged this branch's gateway sends
- * it only at the connection limit, so the check is off here. Turn it on at the merge.
- */
-const RETRY_AFTER_SENT = false;
-/**
  * Write retries (issue 33): once the gateway honours Idempotency-Key, set this: writers send a
  * write of unknown outcome again with its key, and the checks require each applied exactly
  * once. Until then a write of unknown outcome is checked in the final history: applied at most
@@ -149,7 +143,7 @@ async function underLoad(tag: string, failover: () => Promise<void>, recover: ()
   }
   const history = new Map();
   for (const r of RECORDS) history.set(r, await readHistory(urls[0], writerKey(0), r));
-  const report = checkRun(load.ops, history, before, await registers(), { answerWithinMs: ANSWER_WITHIN_MS, retryAfter: RETRY_AFTER_SENT });
+  const report = checkRun(load.ops, history, before, await registers(), { answerWithinMs: ANSWER_WITHIN_MS, retryAfter: true });
   return { report, load, t0 };
 }
 

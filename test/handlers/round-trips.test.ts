@@ -1,10 +1,10 @@
 /**
- * The write path's cost (issue 15): an applied put or append is ONE round trip to
- * PostgreSQL (kslate_try_write, migration 0005, as a named prepared statement), a get is one
- * statement; a write the function declines (STALE, a moved premise, a lost fence, missing
- * evidence, the resolve gate) takes the full transaction, which decides the exact answer and
- * writes its history row. Counted at the driver: every statement the handlers send through a
- * pool whose client counts its queries (BEGIN and COMMIT included).
+ * The write path's cost (issues 15, 32): a put or append is ONE round trip to PostgreSQL
+ * (kslate_write, migration 0010, as a named prepared statement), applied or refused (STALE, a
+ * moved premise, a lost fence, the resolve gate: decided under the lock, the rejection's
+ * history row written by the same statement); a get is one statement. Counted at the driver:
+ * every statement the handlers send through a pool whose client counts its queries (BEGIN
+ * and COMMIT included).
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -73,15 +73,15 @@ describe('applied writes: one round trip', () => {
   test('put creating a record, put updating it, soft put, append: one named statement each', async () => {
     const create = await putTitle('rt-1', { value: 'a', expected_version: 0 });
     expect(create.out?.created).toBe(true);
-    expect(create.statements).toEqual(['[kslate_try_write]']);
+    expect(create.statements).toEqual(['[kslate_write]']);
 
     const update = await putTitle('rt-1', { value: 'b', expected_version: 1 });
     expect(update.out?.body).toMatchObject({ version: 2, record_version: 2 });
-    expect(update.statements).toEqual(['[kslate_try_write]']);
+    expect(update.statements).toEqual(['[kslate_write]']);
 
     const soft = await run(operations.put, { class: 'incident', id: 'rt-1', field: 'scratch', body: json({ value: { x: 1 } }) });
     expect(soft.out?.body).toMatchObject({ version: 1, record_version: 3 });
-    expect(soft.statements).toEqual(['[kslate_try_write]']);
+    expect(soft.statements).toEqual(['[kslate_write]']);
 
     const note = await run(operations.append, {
       class: 'incident',
@@ -90,10 +90,10 @@ describe('applied writes: one round trip', () => {
       body: json({ entry: { text: 'seen' }, evidence: 'the log', based_on: [{ field: 'title', version: 2 }] }),
     });
     expect(note.out?.body).toMatchObject({ seq: 1, record_version: 4 });
-    expect(note.statements).toEqual(['[kslate_try_write]']);
+    expect(note.statements).toEqual(['[kslate_write]']);
 
     const { rows } = await pool.query<{ name: string }>('select name from pg_prepared_statements order by name');
-    expect(rows.map((r) => r.name)).toContain('kslate_try_write');
+    expect(rows.map((r) => r.name)).toContain('kslate_write');
   });
 
   test('a get is one statement', async () => {
@@ -235,27 +235,27 @@ describe('claims: one statement, HELD included', () => {
   });
 });
 
-describe('declined by the one-statement path: the full transaction answers', () => {
-  test('STALE: nothing written by the fast path, the transaction answers with its diff and history row', async () => {
+describe('rejections after the lock: the same one statement', () => {
+  test('STALE: one statement answers with its diff and writes its history row', async () => {
     await putTitle('rt-stale', { value: 'one', expected_version: 0 });
     const stale = await putTitle('rt-stale', { value: 'two', expected_version: 0 });
     expect(stale.error?.code).toBe('STALE');
     expect(stale.error?.extra).toMatchObject({ current_version: 1, current_value: 'one' });
-    expect(stale.statements[0]).toBe('[kslate_try_write]');
-    expect(stale.statements.slice(1).map((s) => s.split(/\s/)[0].toLowerCase())).toContain('begin');
+    expect(stale.statements).toEqual(['[kslate_write]']);
     const h = await t.call('alice', 'GET', '/v1/records/incident/rt-stale/history?field=title');
     expect(h.body.history.map((r: { outcome: string }) => r.outcome)).toEqual(['stale', 'applied']);
   });
 
-  test('a moved premise: STALE_PREMISE from the transaction; a premise that holds: applied in one statement', async () => {
+  test('a moved premise: STALE_PREMISE in one statement; a premise that holds: applied in one statement', async () => {
     await putTitle('rt-prem', { value: 'one', expected_version: 0 });
     await run(operations.put, { class: 'incident', id: 'rt-prem', field: 'severity', body: json({ value: 2, expected_version: 0 }) });
     const moved = await putTitle('rt-prem', { value: 'two', expected_version: 1, based_on: [{ field: 'severity', version: 0 }] });
     expect(moved.error?.code).toBe('STALE_PREMISE');
-    expect(moved.statements.length).toBeGreaterThan(1);
+    expect(moved.error?.extra).toMatchObject({ current_version: 1, moved: [{ field: 'severity', your_version: 0, current_version: 1 }] });
+    expect(moved.statements).toEqual(['[kslate_write]']);
     const holds = await putTitle('rt-prem', { value: 'two', expected_version: 1, based_on: [{ field: 'severity', version: 1 }] });
     expect(holds.out?.body).toMatchObject({ version: 2 });
-    expect(holds.statements).toEqual(['[kslate_try_write]']);
+    expect(holds.statements).toEqual(['[kslate_write]']);
   });
 
   test('a fence: applied in one statement while the writer holds the lease; refused once another holds it', async () => {
@@ -264,7 +264,7 @@ describe('declined by the one-statement path: the full transaction answers', () 
     expect(claim.out?.body).toMatchObject({ owner: 'apikey:alice' });
     const v = claim.out!.body.version as number;
     const fenced = await putTitle('rt-fence', { value: 'mine', expected_version: 0, based_on: [{ field: 'triage', version: v, kind: 'fence' }] });
-    expect(fenced.statements).toEqual(['[kslate_try_write]']);
+    expect(fenced.statements).toEqual(['[kslate_write]']);
     // Carol takes over after the lease is made to expire; alice's fence no longer holds.
     await pool.query(`update fields set lease_expires_at = now() - interval '1 second' where name = 'triage' and class = 'incident'`);
     const carol: Identity = { author: 'apikey:carol', provider: 'apikey', name: 'carol', strength: 'sa-bound' };
@@ -276,15 +276,19 @@ describe('declined by the one-statement path: the full transaction answers', () 
       based_on: [{ field: 'triage', version: takeover.out!.body.version as number, kind: 'fence' }],
     });
     expect(lost.error?.code).toBe('STALE_PREMISE');
+    expect(lost.statements).toEqual(['[kslate_write]']);
   });
 
-  test('missing evidence and the resolve gate never try the one-statement path', async () => {
+  test('missing evidence: one statement, its history row (it needs nothing of the record); the resolve gate: the write statement', async () => {
     const noEvidence = await run(operations.append, { class: 'incident', id: 'rt-ev', field: 'notes', body: json({ entry: { a: 1 } }) });
     expect(noEvidence.error?.code).toBe('EVIDENCE_REQUIRED');
-    expect(noEvidence.statements).not.toContain('[kslate_try_write]');
+    expect(noEvidence.statements).toHaveLength(1);
+    expect(noEvidence.statements[0]).toMatch(/kslate_add_history/);
     await run(operations.put, { class: 'incident', id: 'rt-gate', field: 'status', body: json({ value: 'open', expected_version: 0 }) });
     const gate = await run(operations.put, { class: 'incident', id: 'rt-gate', field: 'status', body: json({ value: 'resolved', expected_version: 1 }) });
     expect(gate.error?.code).toBe('INVALID_CHECKPOINT');
-    expect(gate.statements).not.toContain('[kslate_try_write]');
+    expect(gate.statements).toEqual(['[kslate_write]']);
+    const h = await t.call('alice', 'GET', '/v1/records/incident/rt-gate/history?field=status');
+    expect(h.body.history.map((r: { outcome: string }) => r.outcome)).toEqual(['applied']);
   });
 });

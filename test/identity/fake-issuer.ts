@@ -9,19 +9,34 @@ import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 
 export const AUD = 'kslate';
 
-/** A fake issuer: discovery, a JWKS whose keys can change, and a count of JWKS fetches. */
+/**
+ * A fake issuer: discovery (with the endpoints an OAuth client needs to start a sign-in), a
+ * JWKS whose keys can change, a count of JWKS fetches and the paths it was asked for.
+ */
 export async function fakeIssuer(port = 0) {
   const jwks: JWK[] = [];
+  const requests: string[] = [];
   let fetches = 0;
   let up = true;
   const server: Server = createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
     if (!up) {
       res.writeHead(503).end();
       return;
     }
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     if (req.url === '/.well-known/openid-configuration') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer: base, jwks_uri: `${base}/jwks` }));
+      const doc = {
+        issuer: base,
+        jwks_uri: `${base}/jwks`,
+        authorization_endpoint: `${base}/authorize`,
+        token_endpoint: `${base}/token`,
+        response_types_supported: ['code'],
+        subject_types_supported: ['public'],
+        id_token_signing_alg_values_supported: ['RS256'],
+        code_challenge_methods_supported: ['S256'],
+      };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
     } else if (req.url === '/jwks') {
       fetches++;
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: jwks }));
@@ -32,6 +47,7 @@ export async function fakeIssuer(port = 0) {
   return {
     url,
     jwks,
+    requests,
     fetches: () => fetches,
     setUp: (v: boolean) => void (up = v),
     close: () => new Promise<void>((r) => server.close(() => r())),

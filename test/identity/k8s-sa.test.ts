@@ -65,7 +65,8 @@ beforeAll(async () => {
   fake = await startFakeKube();
   process.env.KUBECONFIG = fake.kubeconfig;
   t = await startTestGateway(CLASSES, {
-    extraArgs: ['--identity', 'k8s-sa,apikey', '--grpc-port', String(await freePort())],
+    // --trust-proxy 1: a test can speak from another address with X-Forwarded-For.
+    extraArgs: ['--identity', 'k8s-sa,apikey', '--grpc-port', String(await freePort()), '--trust-proxy', '1'],
     log,
   });
 });
@@ -242,6 +243,42 @@ describe('k8s-sa: the API server', () => {
     }
     expect(fake.reviews).toBe(10);
   });
+});
+
+describe('k8s-sa: a flood of made-up tokens (issue 31, item 12)', () => {
+  test('400 at once from one address: cut at its budget before any review, the queue bounded (503 at once), another address still answered', async () => {
+    fake.delayMs = 100;
+    const from = (addr: string, token: string) =>
+      fetch(`${t.url}/v1/classes`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': addr } });
+    const flood = Array.from({ length: 400 }, () =>
+      from('198.51.100.7', fresh('no')).then(async (r) => ({ status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.json() })),
+    );
+    // While the flood's reviews are being answered, a valid token from elsewhere.
+    await expect.poll(() => fake.reviews, { timeout: 10_000 }).toBeGreaterThan(0);
+    const valid = await from('203.0.113.9', fresh('pod'));
+    const validBody = await valid.json();
+    // Answered, or refused at once while the queue is full (never queued behind 400 reviews).
+    expect([200, 503], JSON.stringify(validBody)).toContain(valid.status);
+    if (valid.status === 503) {
+      expect(validBody.message).toMatch(/busy/);
+      expect(valid.headers.get('retry-after')).toBe('1');
+    }
+    const answers = await Promise.all(flood);
+    const count = (status: number) => answers.filter((a) => a.status === status).length;
+    expect(count(429), 'spent before the reviews came back').toBeGreaterThan(0);
+    expect(count(503), 'the queue is bounded').toBeGreaterThan(0);
+    for (const a of answers.filter((x) => x.status === 503)) {
+      expect(a.body.message).toMatch(/busy/);
+      expect(a.retryAfter).toBe('1');
+    }
+    expect(count(200)).toBe(0);
+    expect(count(401) + count(429) + count(503)).toBe(400);
+    expect(fake.reviews).toBeLessThan(400);
+    expect(fake.maxConcurrent).toBeLessThanOrEqual(16);
+    // Once the flood is answered, the valid token from the other address is accepted.
+    fake.delayMs = 0;
+    expect((await from('203.0.113.9', fresh('pod'))).status).toBe(200);
+  }, 60_000);
 });
 
 describe('k8s-sa: the same identity over MCP and gRPC', () => {

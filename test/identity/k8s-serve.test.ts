@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { children, cleanEnv, ensureBuilt, start, stop } from '../setup/cli.js';
+import { children, cleanEnv, ensureBuilt, kslate, start, stop } from '../setup/cli.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 import { manifestsYaml } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
@@ -70,4 +70,18 @@ it('with no --identity, service-account tokens are accepted and recorded with th
   }
   // An API key is not accepted: the default chain is k8s-sa alone.
   expect((await put('alice-dev-key', 'r3')).status).toBe(401);
+}, 60_000);
+
+it('with no --identity and no cluster (not in a pod, no KUBECONFIG, no ~/.kube/config) it refuses to start, in one line saying what to pass', async () => {
+  // Before, it started "ready" and sent every TokenReview to http://localhost:8080: its own port.
+  const home = join(work, 'empty-home');
+  mkdirSync(home, { recursive: true });
+  const env = cleanEnv({ HOME: home });
+  delete env.KUBECONFIG;
+  const r = await kslate(['serve', '--database-url', 'postgres://nobody@127.0.0.1:1/none', '--listen', '127.0.0.1:0', '--metrics-port', '0'], env);
+  expect(r.code, r.stdout + r.stderr).toBe(2);
+  expect(r.stdout).not.toMatch(/listening/);
+  const lines = r.stderr.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^kslate: --identity k8s-sa needs a Kubernetes cluster for k8s-sa and none was found .*: outside a cluster pass --identity apikey --apikeys FILE \(or oidc\), or set KUBECONFIG to a kubeconfig\.$/);
 }, 60_000);

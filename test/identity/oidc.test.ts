@@ -146,6 +146,58 @@ describe('key rotation and outages', () => {
     }
   });
 
+  it('while the issuer fails, forged key ids cost one fetch per backoff (1 s, 2 s, ...) and one warning per fetch; known keys keep working', async () => {
+    const own = await fakeIssuer();
+    const k = await key('known');
+    own.jwks.push(k.jwk);
+    let now = 1_000_000_000_000;
+    const warned: string[] = [];
+    const log = { ...quietLog, warn: (msg: string) => void warned.push(msg) };
+    const p = await OidcProvider.open({ issuer: own.url, audience: AUD, usernameClaim: 'sub', now: () => now }, log);
+    const jwksFetches = () => own.requests.filter((r) => r === 'GET /jwks').length;
+    const refusal = (tok: string) => p.authenticate(tok).then(() => 'accepted', (e) => `${e.code}: ${e.message}`);
+    try {
+      const good = await token(k, { iss: own.url, sub: 'agent-1' });
+      expect(await p.authenticate(good)).toMatchObject({ author: 'oidc:agent-1' });
+      expect(jwksFetches()).toBe(1);
+      own.setUp(false);
+      now += 30_001; // past the cooldown of the fetch that worked
+      const forged = await Promise.all(Array.from({ length: 50 }, async (_, i) => token(await key(`forged-${i}`, 'ES256'), { iss: own.url, sub: 'x' })));
+      const first = await refusal(forged[0]!);
+      expect(first).toMatch(/^UNAVAILABLE: The OIDC issuer's keys cannot be fetched/);
+      const rest = await Promise.all(forged.slice(1).map(refusal));
+      // Inside the backoff no fetch is tried: an unknown key id is no key (401), as inside the cooldown.
+      expect(new Set(rest)).toEqual(new Set([`UNAUTHENTICATED: OIDC token refused: no key of the issuer's JWKS matches its key id.`]));
+      expect(jwksFetches()).toBe(2);
+      expect(warned.filter((w) => w === 'OIDC JWKS cannot be fetched')).toHaveLength(1);
+      // The known key still verifies while the issuer is down.
+      expect(await p.authenticate(good)).toMatchObject({ author: 'oidc:agent-1' });
+      // The backoff doubles: a try after 1 s, then none 1 s later (2 s now), then one.
+      now += 1_000;
+      await refusal(forged[1]!);
+      expect(jwksFetches()).toBe(3);
+      now += 1_000;
+      await refusal(forged[2]!);
+      expect(jwksFetches()).toBe(3);
+      now += 1_000;
+      await refusal(forged[3]!);
+      expect(jwksFetches()).toBe(4);
+      expect(warned.filter((w) => w === 'OIDC JWKS cannot be fetched')).toHaveLength(3);
+      // Ten minutes on, the keys are old and the issuer still down: the known key still works.
+      now += 10 * 60_000;
+      expect(await p.authenticate(good)).toMatchObject({ author: 'oidc:agent-1' });
+      // The issuer is back with a new key: the next try fetches it.
+      own.setUp(true);
+      const k2 = await key('rotated', 'ES256');
+      own.jwks.push(k2.jwk);
+      now += 30_000;
+      expect(await p.authenticate(await token(k2, { iss: own.url, sub: 'agent-2' }))).toMatchObject({ author: 'oidc:agent-2' });
+    } finally {
+      p.close();
+      await own.close();
+    }
+  });
+
   it('an issuer that cannot be reached at start: /readyz 503 and its tokens 503, then ready once it answers', async () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;

@@ -129,6 +129,22 @@ describe('RejectedCredentialBudget', () => {
     expect(b.size).toBe(100_000);
   });
 
+  it('refund gives one token back (a charge for a credential that was accepted), never above the burst', () => {
+    const c = clock();
+    const b = new RejectedCredentialBudget({ now: c.now, burst: 3, ratePerSecond: 1 });
+    for (let i = 0; i < 3; i++) b.spend('a');
+    expect(b.isExhausted('a')).toBe(true);
+    b.refund('a');
+    expect(b.isExhausted('a')).toBe(false);
+    b.spend('a');
+    expect(b.isExhausted('a')).toBe(true);
+    // Refunds up to a full bucket forget the address; refunding one never tracked does nothing.
+    for (let i = 0; i < 5; i++) b.refund('a');
+    expect(b.size).toBe(0);
+    b.refund('never-seen');
+    expect(b.size).toBe(0);
+  });
+
   it('rejects nonsensical options', () => {
     expect(() => new RejectedCredentialBudget({ ratePerSecond: 0 })).toThrow(RangeError);
     expect(() => new RejectedCredentialBudget({ burst: 0 })).toThrow(RangeError);

@@ -88,6 +88,23 @@ describe('routes', () => {
     }
   });
 
+  test('every operation declares the 405 its path answers to other methods (the MCP ones that are a 405 declare their own)', () => {
+    for (const [path, item] of Object.entries(paths)) {
+      for (const m of METHODS.filter((x) => item[x])) {
+        const r405 = (item[m].responses as Record<string, Json>)['405'];
+        expect(r405, `${m.toUpperCase()} ${path}`).toBeDefined();
+        if (!(path === '/mcp' && (m === 'get' || m === 'delete'))) expect(r405).toEqual({ $ref: '#/components/responses/MethodNotAllowed' });
+      }
+    }
+  });
+
+  test('servers: the gateway serving the document (relative), then kslate dev', () => {
+    expect(doc.servers).toEqual([
+      { url: '/', description: expect.any(String) },
+      { url: 'http://127.0.0.1:8080', description: expect.stringContaining('kslate dev') },
+    ]);
+  });
+
   test('every operation of the table is documented with its method and path', () => {
     for (const op of Object.values(operations)) {
       const item = paths[openApiPath(op.path)];
@@ -157,6 +174,7 @@ describe('errors and parameters', () => {
     }
     const s503 = put['503'].headers as Json;
     expect(s503['Retry-After']).toEqual({ $ref: '#/components/headers/RetryAfter' });
+    expect((put['401'].headers as Json)['WWW-Authenticate']).toEqual({ $ref: '#/components/headers/WWWAuthenticate' });
   });
 
   test('query parameters are the handlers\' parameter schemas, in HTTP form', () => {
@@ -177,13 +195,13 @@ describe('errors and parameters', () => {
     expect((putBody.additionalProperties)).toBe(false);
   });
 
-  test('X-Svc-Scope on the record operations, the bearer scheme everywhere but the probes and the document', () => {
+  test('X-Svc-Scope on the record operations, the bearer scheme everywhere but the probes, the document and the protected resource metadata', () => {
     for (const r of apiRoutes()) {
       const o = paths[openApiPath(r.path)][r.method.toLowerCase()];
       const params = JSON.stringify(o.parameters);
       expect(params.includes('XSvcScope'), r.operationId).toBe(r.scope === true);
       expect(params).toContain('XRequestId');
-      const open = ['healthz', 'readyz', 'openapi'].includes(r.operationId);
+      const open = ['healthz', 'readyz', 'openapi'].includes(r.operationId) || r.operationId.startsWith('protectedResource');
       expect(o.security, r.operationId).toEqual(open ? [] : undefined);
       expect('401' in (o.responses as Json), r.operationId).toBe(!open);
     }
@@ -215,7 +233,7 @@ describe('the generator', () => {
     expect(ok['text/event-stream']).toMatchObject({ schema: { type: 'string' }, 'x-event-data': { $ref: '#/components/schemas/WatchEvent' } });
     expect(((d.components as Json).schemas as Json).WatchEvent).toBeDefined();
     expect(JSON.stringify(op.parameters)).toContain('Last-Event-ID');
-    expect(Object.keys(op.responses as Json)).toEqual(['200', '400', '401', '403', '404', '429']);
+    expect(Object.keys(op.responses as Json)).toEqual(['200', '400', '401', '403', '404', '405', '429']);
     // A stream's test validates each event's data with the schema the document gives.
     const valid = eventDataValidator(d, 'GET', '/v1/records/{class}/{id}/watch');
     expect(valid({ field: 'title', record_version: 3 })).toBeNull();

@@ -99,3 +99,36 @@ it('gRPC calls are logged the same way and carry x-request-id back in their meta
     client.close();
   }
 });
+
+it('an upload abandoned mid-body is logged as 499 (client closed) at info, not as an internal fault with a 500', async () => {
+  const { connect } = await import('node:net');
+  const port = Number(new URL(t.url).port);
+  const heads = {
+    // A declared length, and a chunked body: the two ways the body is read.
+    length: 'Content-Length: 1000\r\n\r\n{"value":',
+    chunked: 'Transfer-Encoding: chunked\r\n\r\n9\r\n{"value":\r\n',
+  };
+  const targets = [
+    ['PUT', '/v1/records/incident/gone/fields/title'],
+    ['POST', '/mcp'],
+  ] as const;
+  for (const [kind, rest] of Object.entries(heads)) {
+    for (const [method, path] of targets) {
+      const id = `abandoned-${kind}-${method}`;
+      const socket = connect(port, '127.0.0.1');
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      // Expect: 100-continue: Node answers "100 Continue" once it hands the request to the app,
+      // so the client leaves after its request has started, with part of the body sent.
+      const continued = new Promise<void>((resolve) => socket.once('data', () => resolve()));
+      socket.write(
+        `${method} ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer alice-test-key\r\nX-Request-Id: ${id}\r\n` +
+          `Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nExpect: 100-continue\r\n${rest}`,
+      );
+      await continued;
+      socket.destroy();
+      await expect.poll(() => requestLines(id).length, { timeout: 10_000 }).toBe(1);
+      expect(requestLines(id)[0]).toMatchObject({ level: 'info', data: { method, path, status: 499, error: 'CLIENT_CLOSED' } });
+      expect(lines.filter((l) => l.data.request_id === id && l.level !== 'info'), `${kind} ${method}`).toEqual([]);
+    }
+  }
+});

@@ -256,6 +256,16 @@ describe.concurrent('kslate sweep', { timeout: 60_000 }, () => {
   });
 });
 
+/** Every transport the gateway serves, and where: `kslate help` and `kslate serve --help` name them all. */
+function expectTransports(stdout: string) {
+  for (const where of ['HTTP/JSON', '/v1/openapi.json', 'watch (SSE)', '/v1/classes/CLASS/watch', '/mcp', '/mcp/session', 'gRPC', 'svc.v1.SvcService', '--grpc-port', '/ui', '--metrics-port']) {
+    expect(stdout, `names ${where}`).toContain(where);
+  }
+}
+
+/** The flag's line of a usage text. */
+const flagUsage = (text: string, flag: string) => text.split('\n').find((l) => l.startsWith(`  --${flag} `)) ?? '';
+
 describe.concurrent('kslate help', { timeout: 60_000 }, () => {
   it('exits 0 and lists the flags with their variables', async ({ expect }) => {
     const r = await kslate(['help']);
@@ -277,6 +287,7 @@ describe.concurrent('kslate help', { timeout: 60_000 }, () => {
     }
     for (const v of ['KSLATE_DATABASE_URL', 'KSLATE_LISTEN']) expect(r.stdout).toContain(v);
     for (const cmd of ['serve', 'sweep', 'dev', 'worker']) expect(r.stdout).toContain(cmd);
+    expectTransports(r.stdout);
   });
 });
 
@@ -295,6 +306,21 @@ describe.concurrent('kslate COMMAND --help, --version, --log-level', { timeout: 
         if (cmd === 'dev') for (const f of ['--dev-pg-port', 'KSLATE_DEV_PG_PORT', '--data-dir']) expect(r.stdout).toContain(f);
         if (cmd === 'serve') expect(r.stdout).not.toContain('--dev-pg-port');
         if (cmd === 'worker') for (const f of ['--sweep-interval', '--health-port', '--metrics-port', '--watch-namespace', 'KSLATE_HEALTH_PORT']) expect(r.stdout).toContain(f);
+        // The defaults shown are the ones the command uses: the worker's metrics are on 9090, dev runs with API keys.
+        if (cmd === 'worker') {
+          expect(flagUsage(r.stdout, 'metrics-port')).toMatch(/\(default 9090\)$/);
+          expect(flagUsage(r.stdout, 'sweep-interval')).toMatch(/\(default 60s\)$/);
+          expect(flagUsage(r.stdout, 'health-port')).toMatch(/\(default 8081\)$/);
+        }
+        if (cmd === 'serve') {
+          expect(flagUsage(r.stdout, 'metrics-port')).toMatch(/\(default 9100\)$/);
+          expect(flagUsage(r.stdout, 'identity')).toMatch(/\(default k8s-sa\)$/);
+          expectTransports(r.stdout);
+        }
+        if (cmd === 'dev') {
+          expect(flagUsage(r.stdout, 'identity')).toMatch(/\(default apikey\)$/);
+          expect(flagUsage(r.stdout, 'sweep-interval')).toMatch(/\(default 10s\)$/);
+        }
       });
     }
   }

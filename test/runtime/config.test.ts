@@ -301,6 +301,41 @@ describe('--ui (KSLATE_UI): the web console at /ui', () => {
   });
 });
 
+describe('stream limits (issue 31): per-caller caps, sizes, ages', () => {
+  it('per-identity caps default to 256 streams and 64 sessions, lowered to a smaller process-wide cap; one above it is refused naming both', () => {
+    const d = parseConfig([], {});
+    expect([d.watchMaxStreamsPerIdentity, d.mcpMaxSessionsPerIdentity]).toEqual([256, 64]);
+    const small = parseConfig(['--watch-max-streams', '10', '--mcp-max-sessions', '5'], {});
+    expect([small.watchMaxStreamsPerIdentity, small.mcpMaxSessionsPerIdentity]).toEqual([10, 5]);
+    expect(parseConfig([], { KSLATE_WATCH_MAX_STREAMS_PER_IDENTITY: '7' }).watchMaxStreamsPerIdentity).toBe(7);
+    const e = configError(() => parseConfig(['--watch-max-streams', '10', '--watch-max-streams-per-identity', '20'], {}));
+    expect(e.message).toContain('--watch-max-streams-per-identity (KSLATE_WATCH_MAX_STREAMS_PER_IDENTITY) must be at most --watch-max-streams');
+    expect(configError(() => parseConfig(['--mcp-max-sessions-per-identity', '0'], {})).message).toContain('KSLATE_MCP_MAX_SESSIONS_PER_IDENTITY');
+  });
+
+  it('--max-conns-per-address: 256 by default, none behind a trusted proxy unless given, 0 turns it off, never above --max-conns', () => {
+    expect(parseConfig([], {}).maxConnsPerAddress).toBe(256);
+    expect(parseConfig(['--max-conns', '100'], {}).maxConnsPerAddress).toBe(100);
+    expect(parseConfig(['--trust-proxy', '1'], {}).maxConnsPerAddress).toBe(0);
+    expect(parseConfig(['--trust-proxy', '1', '--max-conns-per-address', '500'], {}).maxConnsPerAddress).toBe(500);
+    expect(parseConfig([], { KSLATE_MAX_CONNS_PER_ADDRESS: '0' }).maxConnsPerAddress).toBe(0);
+    const e = configError(() => parseConfig(['--max-conns', '100', '--max-conns-per-address', '101'], {}));
+    expect(e.message).toContain('--max-conns-per-address (KSLATE_MAX_CONNS_PER_ADDRESS) must be at most --max-conns');
+  });
+
+  it('buffer sizes take bytes or Ki, Mi, Gi; durations for the slow timeout and the maximum age', () => {
+    const d = parseConfig([], {});
+    expect([d.watchStreamBufferBytes, d.watchBufferBytes, d.watchSlowTimeoutMs, d.watchMaxAgeMs]).toEqual([2 ** 20, 64 * 2 ** 20, 30_000, 3_600_000]);
+    const c = parseConfig(['--watch-stream-buffer', '256Ki', '--watch-buffer', '1Gi', '--watch-slow-timeout', '5s', '--watch-max-age', '10m'], {});
+    expect([c.watchStreamBufferBytes, c.watchBufferBytes, c.watchSlowTimeoutMs, c.watchMaxAgeMs]).toEqual([2 ** 18, 2 ** 30, 5_000, 600_000]);
+    expect(parseConfig(['--watch-buffer', '4096'], {}).watchBufferBytes).toBe(4096);
+    for (const bad of ['lots', '1MB', '100', '-1Mi', '']) {
+      expect(configError(() => parseConfig([`--watch-buffer=${bad}`], {})).message).toContain('--watch-buffer (KSLATE_WATCH_BUFFER) must be a size');
+    }
+    expect(configError(() => parseConfig(['--watch-max-age', 'forever'], {})).message).toContain('--watch-max-age (KSLATE_WATCH_MAX_AGE)');
+  });
+});
+
 describe('--ui-session-ttl (KSLATE_UI_SESSION_TTL): how long a console sign-in lasts', () => {
   it('is 8h by default; the flag beats the variable', () => {
     expect(parseConfig([], {}).uiSessionTtlMs).toBe(8 * 3600_000);

@@ -63,6 +63,15 @@ function probe(port: number, send?: string): Promise<Probe> {
   });
 }
 
+/** Polls `done` until it holds; throws after `ms`. */
+async function waitUntil(done: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** Resolves with the close, or with 'open' after `ms`. */
 const closedWithin = (p: Probe, ms: number) =>
   Promise.race([p.closed, new Promise<'open'>((res) => setTimeout(() => res('open'), ms))]);
@@ -101,6 +110,36 @@ describe('idle connections', () => {
     expect((outcome as { ms: number }).ms).toBeLessThan(3000);
   });
 
+  test('a request that reaches an idle keep-alive connection while the event loop is held past the keep-alive time is answered, not reset', async () => {
+    // Issue 31: under load a 10,000-row history page kept the event loop busy for seconds;
+    // the keep-alive timer of a connection whose client had meanwhile sent its next request
+    // then fired first and reset it (ECONNRESET) with the request unread in the kernel.
+    const p = await probe(hostPort(t.url).port, 'GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n');
+    const responses = () => p.received().match(/HTTP\/1\.1 \d{3} /g) ?? [];
+    await waitUntil(() => responses().length === 1 || p.socket.destroyed, 10_000, 'the first answer');
+    p.socket.write('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n');
+    // The gateway runs in this process: hold its event loop (sleeping, not spinning) for longer
+    // than its keep-alive time (the 1 s header timeout, plus Node's own 1 s margin).
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2_500);
+    await waitUntil(() => responses().length === 2 || p.socket.destroyed, 10_000, 'the second answer');
+    p.socket.destroy();
+    expect(responses()).toEqual(['HTTP/1.1 200 ', 'HTTP/1.1 200 ']);
+    expect((await p.closed).error).toBeUndefined();
+  });
+
+  test('a first request that reaches a new connection while the event loop is held past the header timeout is answered, not reset', async () => {
+    const p = await probe(hostPort(t.url).port);
+    // One full event-loop iteration: the gateway (in this process) has accepted the connection.
+    await new Promise((r) => setImmediate(() => setImmediate(r)));
+    p.socket.write('GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    // Held past the 1 s header timeout, counted from the accept: Node's check is then due
+    // before the poll that reads the request.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2_500);
+    const closed = await p.closed;
+    expect(closed.error).toBeUndefined();
+    expect(p.received()).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
   test('the metrics port closes idle sockets too', async () => {
     const p = await probe(hostPort(t.gw.metricsUrl).port);
     const outcome = await closedWithin(p, 3500);
@@ -116,7 +155,21 @@ describe('idle connections', () => {
     const times = outcomes.map((o) => (o as { ms: number }).ms);
     console.log(`10 idle gRPC sockets closed after ${Math.min(...times)}-${Math.max(...times)} ms (header timeout 1 s)`);
   });
+  test('an HTTP/2 preface that reaches the gRPC port while the event loop is held past the header timeout is taken, not reset', async () => {
+    const p = await probe(t.gw.grpcPort!);
+    await new Promise((r) => setImmediate(() => setImmediate(r)));
+    // The client preface and an empty SETTINGS frame.
+    p.socket.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2_500);
+    // The server's own SETTINGS frame (type 4) is its first answer.
+    await waitUntil(() => p.received().length >= 9 || p.socket.destroyed, 10_000, 'the server preface');
+    const first = Buffer.from(p.received(), 'latin1');
+    p.socket.destroy();
+    expect(first.length).toBeGreaterThanOrEqual(9);
+    expect(first[3]).toBe(4);
+  });
 });
+
 
 test('closing the gateway ends gRPC connections still waiting for their first bytes', async () => {
   // The default header timeout (10 s), so only the close can end the connection in time.

@@ -50,6 +50,23 @@ export function run(file: string, args: string[], env: NodeJS.ProcessEnv = clean
 
 export const kslate = (args: string[], env?: NodeJS.ProcessEnv, timeoutMs?: number) => run(BIN, args, env, timeoutMs);
 
+/** Another program (npm, bash) in the repository, as a user runs it: its exit code and output. */
+export function runProgram(command: string, args: string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      children.delete(child);
+      resolvePromise({ code, stdout, stderr });
+    });
+  });
+}
+
 export interface Served {
   child: ChildProcess;
   stdout: () => string;
@@ -170,7 +187,8 @@ export async function ensureBuilt(): Promise<void> {
   }
   try {
     if (distIsFresh()) return;
-    const build = await run(TSC, ['-p', join(ROOT, 'tsconfig.build.json')], cleanEnv(), 120_000);
+    // -b as `npm run build` does: it keeps dist/'s tsbuildinfo, by which npm start skips an up-to-date build.
+    const build = await run(TSC, ['-b', join(ROOT, 'tsconfig.build.json')], cleanEnv(), 120_000);
     if (build.code !== 0) throw new Error(`build failed:\n${build.stdout}\n${build.stderr}`);
   } finally {
     rmSync(lock, { recursive: true, force: true });

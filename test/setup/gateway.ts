@@ -83,6 +83,25 @@ export function manifestsYaml(classes: ClassInput[]): string {
     .join('---\n');
 }
 
+/** The test key file's YAML: every KEYS entry as its SHA-256. */
+export function keyFileYaml(): string {
+  return stringify({
+    keys: Object.entries(KEYS).map(([name, key]) => ({ name, sha256: createHash('sha256').update(key).digest('hex') })),
+  });
+}
+
+/**
+ * A temp directory for a spawned `kslate serve`: `classes/` holding these classes and
+ * `apikeys.yaml` holding the test keys; the caller removes `dir`.
+ */
+export function gatewayFiles(prefix: string, classes: ClassInput[]): { dir: string; classes: string; apikeys: string } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  mkdirSync(join(dir, 'classes'));
+  writeFileSync(join(dir, 'classes', 'classes.yaml'), manifestsYaml(classes));
+  writeFileSync(join(dir, 'apikeys.yaml'), keyFileYaml());
+  return { dir, classes: join(dir, 'classes'), apikeys: join(dir, 'apikeys.yaml') };
+}
+
 export async function startTestGateway(
   classes: ClassInput[],
   opts: { db?: TestDb; extraArgs?: string[]; log?: Logger } = {},
@@ -97,12 +116,7 @@ export async function startTestGateway(
     writeFileSync(join(classesDir, 'classes.yaml'), manifestsYaml(list));
   };
   writeClasses(classes);
-  writeFileSync(
-    keysFile,
-    stringify({
-      keys: Object.entries(KEYS).map(([name, key]) => ({ name, sha256: createHash('sha256').update(key).digest('hex') })),
-    }),
-  );
+  writeFileSync(keysFile, keyFileYaml());
   const cfg = parseConfig(
     [
       '--database-url', db.url,

@@ -346,10 +346,13 @@ describe('gRPC Watch bounds: EXPIRED, the stream cap, cancel, a slow client, shu
     const big = 'x'.repeat(256 * 1024);
     for (let v = 1; v <= 40; v++) await put('slow', 'blob', `${v}:${big}`, v, 'alice', g);
     await waitFor(() => hub().open === 0, 10_000, () => `the slow stream to be closed (open: ${hub().open})`);
-    // Its last message cannot reach a client that does not read: the gateway resets the call
-    // after a grace period rather than keep it (and its buffers) open.
+    // The call ends either way: its last message cannot reach a client that does not read,
+    // so the gateway resets the call after a grace period rather than keep it (and its
+    // buffers) open; or, the gateway sending one message at a time, the `end` (slow) still
+    // fitted in the client's own buffers and the call ended with OK after it.
     await w.ended(5_000);
-    expect(w.error?.code).toBe(grpc.status.CANCELLED);
+    if (w.error) expect(w.error.code).toBe(grpc.status.CANCELLED);
+    else expect(w.status?.code).toBe(grpc.status.OK);
     w.call.resume();
     const changes = w.events.filter((e) => e.event === 'change');
     expect(changes.length).toBeLessThan(40);
@@ -362,7 +365,9 @@ describe('gRPC Watch bounds: EXPIRED, the stream cap, cancel, a slow client, shu
   });
 
   test('a client deadline ends the stream (DEADLINE_EXCEEDED) and frees its slot', async () => {
-    const w = gwatch({ class: 'incident' }, 'alice', {}, c, { deadline: Date.now() + 800 });
+    // A quiet record: a class watch "from now" may start with the blob writes above while an
+    // older transaction of the database holds the log back, and end slow on --watch-queue 5.
+    const w = gwatch({ record: 'incident/exp' }, 'alice', {}, c, { deadline: Date.now() + 800 });
     await w.next();
     expect(hub().open).toBe(1);
     await w.ended(5_000);

@@ -22,6 +22,7 @@ import type { Field__Output } from '../../runtime/grpc/generated/svc/v1/Field.js
 import type { Record__Output } from '../../runtime/grpc/generated/svc/v1/Record.js';
 import type { SvcServiceClient } from '../../runtime/grpc/generated/svc/v1/SvcService.js';
 import { loadSvcProto, messageType } from '../../runtime/grpc/proto.js';
+import { varint } from '../setup/protobuf.js';
 
 const MIB = 1024 * 1024;
 
@@ -364,15 +365,6 @@ describe('gRPC: rejections and their codes', () => {
   it('JSON nested deeper than protobuf carries: MALFORMED on the way in, a clear INTERNAL on the way out', async () => {
     // A PutRequest encoded by hand (the client's own encoder stops at the same limit):
     // value = [[[...[1]...]]], 60 lists deep.
-    const varint = (n: number) => {
-      const out: number[] = [];
-      while (n > 0x7f) {
-        out.push((n & 0x7f) | 0x80);
-        n >>>= 7;
-      }
-      out.push(n);
-      return Buffer.from(out);
-    };
     const field = (tag: number, bytes: Buffer) => Buffer.concat([Buffer.from([tag]), varint(bytes.length), bytes]);
     let value = Buffer.concat([Buffer.from([0x11]), Buffer.alloc(8)]); // number_value 0
     for (let i = 0; i < 60; i++) value = field(0x32, field(0x0a, value)); // list_value { values: [value] }

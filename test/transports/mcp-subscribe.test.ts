@@ -454,7 +454,7 @@ describe('a slow client', () => {
     const g = await startTestGateway([incident], {
       db: t.db,
       log,
-      extraArgs: ['--watch-poll-interval', '20ms', '--watch-max-streams', '2000', '--mcp-max-subscriptions', '1000', '--mcp-session-idle', '1s', '--max-conns', '4096'],
+      extraArgs: ['--watch-poll-interval', '20ms', '--watch-max-streams', '2000', '--watch-max-streams-per-identity', '2000', '--mcp-max-subscriptions', '1000', '--mcp-session-idle', '1s', '--max-conns', '4096'],
     });
     let res: IncomingMessage | undefined;
     try {

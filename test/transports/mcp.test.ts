@@ -132,6 +132,23 @@ describe('tools/list', () => {
     expect(byName.svc_claim.description).toMatch(/HELD/);
   });
 
+  test('params that do not match the method\'s schema: -32602 Invalid params naming what is wrong, not -32603', async () => {
+    const cases: [unknown, RegExp][] = [
+      [{ method: 'tools/call', params: { arguments: {} } }, /Invalid params of tools\/call: params\.name: .*expected string/],
+      [{ method: 'tools/call', params: { name: 'svc_get', arguments: 'x' } }, /params\.arguments: /],
+      [{ method: 'resources/read', params: {} }, /Invalid params of resources\/read: params\.uri: /],
+      [{ method: 'tools/list', params: { cursor: 5 } }, /params\.cursor: /],
+      [{ method: 'initialize', params: {} }, /Invalid params of initialize: params\.protocolVersion: .*; params\.capabilities: /],
+    ];
+    for (const [message, said] of cases) {
+      const res = await rawPost({ jsonrpc: '2.0', id: 7, ...(message as object) }, { authorization: `Bearer ${KEYS.alice}` });
+      const body = await res.json();
+      expect(body.error, JSON.stringify(body)).toMatchObject({ code: ErrorCode.InvalidParams, message: expect.stringMatching(said) });
+      // One line a person can read, not the schema library's JSON dump.
+      expect(body.error.message).not.toContain('\n');
+    }
+  });
+
   test('an unknown tool is a protocol error (invalid params), not a tool result', async () => {
     const alice = await connect('alice');
     await expect(alice.callTool({ name: 'svc_history', arguments: { record: 'incident/x' } })).rejects.toMatchObject({
@@ -370,6 +387,15 @@ describe('svc_query', () => {
     await rejected(alice, 'svc_query', { class: 'incident', after: 'forged' }, 'MALFORMED');
     await rejected(alice, 'svc_query', { class: 'incident', limit: 0 }, 'MALFORMED');
     await rejected(alice, 'svc_query', { class: 'nosuch' }, 'NOT_FOUND');
+  });
+
+  test('a "__proto__" filter is a filter: UNKNOWN_FIELD, as HTTP answers, never unfiltered results', async () => {
+    const alice = await connect('alice');
+    await ok(alice, 'svc_put', { record: `incident/${fresh()}`, field: 'title', value: 'proto', expected_version: 0 });
+    // As JSON.parse builds it from a client's message: an own "__proto__" key.
+    const filters = JSON.parse('{"__proto__": "x"}') as Record<string, unknown>;
+    const body = await rejected(alice, 'svc_query', { class: 'incident', filters }, 'UNKNOWN_FIELD');
+    expect(body).toEqual((await t.call('alice', 'GET', '/v1/records/incident?__proto__=x')).body);
   });
 });
 

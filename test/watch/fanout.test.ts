@@ -4,17 +4,14 @@
  * applied change exactly once, in the change log's order, which a replay of the history
  * table checks. And one gateway holding 1,000 open streams, its RSS reported.
  */
-import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { children, cleanEnv, ensureBuilt, start, stop, type Served } from '../setup/cli.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
-import { callAs, KEYS, manifestsYaml } from '../setup/gateway.js';
+import { callAs, gatewayFiles } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
 import { openWatch, type Watch } from './sse.js';
 
@@ -37,6 +34,8 @@ async function serve(): Promise<{ served: Served; url: string }> {
       '--classes', join(work, 'classes'),
       '--watch-poll-interval', '20ms',
       '--watch-max-streams', '2000',
+      '--watch-max-streams-per-identity', '2000',
+      '--max-conns-per-address', '0',
     ],
     cleanEnv(),
   );
@@ -48,13 +47,7 @@ async function serve(): Promise<{ served: Served; url: string }> {
 beforeAll(async () => {
   await ensureBuilt();
   db = await freshDatabase();
-  work = mkdtempSync(join(tmpdir(), 'kslate-watch-'));
-  mkdirSync(join(work, 'classes'));
-  writeFileSync(join(work, 'classes', 'incident.yaml'), manifestsYaml([incident]));
-  writeFileSync(
-    join(work, 'apikeys.yaml'),
-    stringify({ keys: Object.entries(KEYS).map(([name, key]) => ({ name, sha256: createHash('sha256').update(key).digest('hex') })) }),
-  );
+  work = gatewayFiles('kslate-watch-', [incident]).dir;
 }, 150_000);
 
 afterAll(async () => {

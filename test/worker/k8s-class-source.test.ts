@@ -31,7 +31,7 @@ let n = 0;
 const nsName = () => `src-${++n}`;
 
 function report(over: Partial<ReconcileReport>): ReconcileReport {
-  return { applied: [], live: [], refused: [], problems: [], markedGone: true, ...over };
+  return { applied: [], live: [], refused: [], problems: [], markedGone: true, refusedCount: 0, ...over };
 }
 
 const condition = (ns: string, name: string) => fake.context(ns, name)?.status?.conditions?.find((c: any) => c.type === 'Accepted');

@@ -143,6 +143,38 @@ test('a failing step is reported, the later steps still run, and the lease is re
   expect(next.ok).toBe(true);
 });
 
+test('a refused manifest does not fail the sweep: the others apply, it is counted, and logged once per change', async () => {
+  const lines: string[] = [];
+  const capture = {
+    debug() {},
+    info() {},
+    warn: (m: string) => lines.push(`warn ${m}`),
+    error: (m: string) => lines.push(`error ${m}`),
+  };
+  let problems = ['bad.yaml: spec.fields: must define at least one field'];
+  const d = { ...deps(async () => ({ manifests: [manifest('gamma')], problems })), log: capture };
+  const first = await sweep(d);
+  expect(first.errors).toEqual([]);
+  expect(first.ok).toBe(true);
+  expect(first.classes).toMatchObject({ applied: ['gamma'], refusedCount: 1 });
+  expect(lines.filter((l) => l.includes('bad.yaml'))).toEqual(['warn class manifest refused: bad.yaml: spec.fields: must define at least one field']);
+  expect(lines.some((l) => l.startsWith('error'))).toBe(false);
+
+  // The same refusal next sweep: still counted, not logged again.
+  lines.length = 0;
+  const second = await sweep(d);
+  expect(second.ok).toBe(true);
+  expect(second.classes?.refusedCount).toBe(1);
+  expect(lines).toEqual([]);
+
+  // A change is logged once more; fixed, the count is 0.
+  problems = ['bad.yaml: metadata.name: must be a DNS label'];
+  await sweep(d);
+  expect(lines).toEqual(['warn class manifest refused: bad.yaml: metadata.name: must be a DNS label']);
+  problems = [];
+  expect((await sweep(d)).classes?.refusedCount).toBe(0);
+});
+
 test('an aborted sweep stops before its next step and releases the lease', async () => {
   const ac = new AbortController();
   const report = await sweep({

@@ -123,6 +123,36 @@ describe('kslate worker', { timeout: 120_000 }, () => {
     expect(await query(d.url, 'select * from sweep_lease')).toEqual([]);
   });
 
+  test('a refused SharedContext: every sweep still succeeds (last success set), svc_classes_refused counts it, the warning is logged once', async () => {
+    const d = await db();
+    const dir = join(work, 'refused-loop');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'notes.yaml'), manifestsYaml([notes]));
+    writeFileSync(join(dir, 'bad.yaml'), 'apiVersion: kslate.dev/v1\nkind: SharedContext\nmetadata: {name: Bad}\nspec: {}\n');
+    const metricsPort = await freePort();
+    const w = await start(
+      ['worker', '--database-url', d.url, '--classes', dir, '--health-port', '0', '--metrics-port', String(metricsPort), '--sweep-interval', '1s'],
+      cleanEnv(),
+      { ready: /sweep done[\s\S]*sweep done/ },
+    );
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      expect(metricValue(text, 'svc_sweeps_total', 'outcome="failed"')).toBe(0);
+      expect(metricValue(text, 'svc_sweeps_total', 'outcome="ok"')).toBeGreaterThanOrEqual(2);
+      expect(metricValue(text, 'svc_sweep_last_success_timestamp_seconds')).toBeGreaterThan(Date.now() / 1000 - 120);
+      expect(metricValue(text, 'svc_classes_refused')).toBe(1);
+      const logs = logLines(w.stdout());
+      expect(logs.filter((l) => /^sweep done/.test(l.msg)).length).toBeGreaterThanOrEqual(2);
+      // One line per problem of the file, each once although every sweep refuses it again.
+      const refusals = logs.filter((l) => l.msg.includes('bad.yaml')).map((l) => l.msg);
+      expect(refusals.length).toBeGreaterThan(0);
+      expect(new Set(refusals).size).toBe(refusals.length);
+      expect(logs.filter((l) => l.level === 'error' || /failed/.test(l.msg))).toEqual([]);
+    } finally {
+      await stop(w.child);
+    }
+  });
+
   test('/readyz is 503 while the database is unreachable, with a message saying what to do; /healthz stays 200', async () => {
     const healthPort = await freePort();
     // A database URL that does not answer: schema cannot be there.
@@ -194,17 +224,19 @@ describe('kslate sweep', { timeout: 120_000 }, () => {
     expect(await query(d.url, `select count(*)::int as n from records`)).toEqual([{ n: 2 }]);
   });
 
-  test('exit 1 when a manifest is refused or a step fails, saying which', async () => {
+  test('a refused manifest is printed and the others reconciled, exit 0; a step that fails (an unreadable directory) is exit 1', async () => {
     const d = await db();
     const bad = join(work, 'bad');
     mkdirSync(bad, { recursive: true });
     writeFileSync(join(bad, 'bad.yaml'), 'apiVersion: kslate.dev/v1\nkind: SharedContext\nmetadata: {name: Bad}\nspec: {}\n');
+    writeFileSync(join(bad, 'notes.yaml'), manifestsYaml([notes]));
     const refused = await kslate(['sweep', '--database-url', d.url, '--classes', bad]);
-    expect(refused.code).toBe(1);
+    expect(refused.code, refused.stdout + refused.stderr).toBe(0);
     expect(refused.stdout).toMatch(/manifest refused: .*bad\.yaml/);
+    expect(refused.stdout).toContain('classes reconciled: notes');
     const missing = await kslate(['sweep', '--database-url', d.url, '--classes', join(work, 'no-such-dir')]);
     expect(missing.code).toBe(1);
-    expect(missing.stdout).toMatch(/manifest refused: .*no-such-dir: cannot read the classes directory/);
+    expect(missing.stdout).toMatch(/step classes failed: .*no-such-dir: cannot read the classes directory .*--classes/);
   });
 
   test('two processes at once: while one holds the sweep lease the other does nothing and exits 0', async () => {

@@ -56,3 +56,17 @@ test('/readyz without the schema says to run kslate migrate, and the schema stay
     await c.end();
   }
 });
+
+test('a request before the schema exists says to run kslate migrate, not that it is being re-applied (Workers never migrate)', async () => {
+  const w = await worker({ DATABASE_URL: bare.url, KSLATE_APIKEYS: APIKEYS_YAML });
+  for (const [method, path, body] of [
+    ['GET', '/v1/classes', undefined],
+    ['PUT', '/v1/records/incident/i1/fields/title', { value: 'x', expected_version: 0 }],
+  ] as const) {
+    const r = await w.call('alice', method, path, body);
+    expect(r.status, JSON.stringify(r.body)).toBe(503);
+    expect(r.body).toMatchObject({ error: 'UNAVAILABLE' });
+    expect(r.body.message).toMatch(/run `kslate migrate --database-url <direct URL>` against this database/);
+    expect(r.body.message).not.toMatch(/re-applied/);
+  }
+});

@@ -1,0 +1,3 @@
+export declare const DESCRIPTOR_SET: string;
+export declare const DESCRIBED_FILES: string[];
+export declare function buildDescriptorSet(out?: string): void;
