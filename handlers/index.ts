@@ -341,7 +341,9 @@ export function storageFaultError(f: StorageFault): SvcError {
     case 'timeout':
       return new SvcError(
         'UNAVAILABLE',
-        'The database did not finish this request within its time budget (--db-timeout) and it was cancelled; retry shortly (a write that timed out may need a read first to see whether it applied).',
+        // The server's own timeouts: the statement (or its transaction) was rolled back. The
+        // client-side bound, after which a commit may still land, is 'lost' (db/errors.ts).
+        'The database did not finish this request within its time budget (--db-timeout) and it was cancelled, so nothing was changed; retry shortly.',
       );
     case 'data':
       return new SvcError(

@@ -300,6 +300,7 @@ export function checkRun(
   // Answers: no 500, no hang, only the statuses the operation may give; every 503 UNAVAILABLE, soon, saying when to retry.
   for (const o of ops) {
     count(`${o.kind} ${o.status ?? 'no answer'}`);
+    if (o.answer !== null) counts['slowest answer (ms)'] = Math.max(counts['slowest answer (ms)'] ?? 0, Math.round(o.answer - o.invoke));
     if (o.status === null) {
       say(`no answer (hang or socket error): ${show(o)}`);
       continue;
