@@ -28,6 +28,8 @@ export interface WorkersEnv {
   KSLATE_SWEEP_BUDGET?: string;
   /** debug | info | warn | error (default info). */
   KSLATE_LOG_LEVEL?: string;
+  /** `true`: accept a primary without a synchronous standby, as --allow-async-replication (docs/ha.md). */
+  KSLATE_ALLOW_ASYNC_REPLICATION?: string;
   /**
    * Test and development only: a WebSocket-to-TCP proxy `host:port` for the neon driver (for
    * a plain PostgreSQL without Neon's proxy in front); unencrypted WebSocket, no pipelining.

@@ -15,6 +15,7 @@
 import { parseAllDocuments } from 'yaml';
 import type pg from 'pg';
 import { PgDb } from '../../db/kysely/index.js';
+import { replicationRisk } from '../../db/kysely/primary.js';
 import { classifyDbError } from '../../db/errors.js';
 import { schemaVersion, SCHEMA_VERSION } from '../../db/migrate.js';
 import type { ClassRow } from '../../db/port.js';
@@ -42,6 +43,10 @@ export interface Isolate {
   budget: RejectedCredentialBudget;
   dbTimeoutMs: number;
   sweepBudgetMs: number | undefined;
+  /** KSLATE_ALLOW_ASYNC_REPLICATION: no warning about a primary without a synchronous standby. */
+  allowAsyncReplication: boolean;
+  /** The replication risk last logged (docs/ha.md), so a change is logged once per isolate. */
+  replicationRisk: string | null;
   classSource: (() => Promise<ClassSource>) | undefined;
   /** Class rows as last read, shared by the requests of this isolate for CLASS_CACHE_MS. */
   classRows: { rows: ClassRow[]; at: number } | null;
@@ -74,10 +79,18 @@ async function buildIsolate(env: WorkersEnv): Promise<Isolate> {
     budget: new RejectedCredentialBudget(),
     dbTimeoutMs: duration(env.KSLATE_DB_TIMEOUT, 'KSLATE_DB_TIMEOUT') ?? 10_000,
     sweepBudgetMs: duration(env.KSLATE_SWEEP_BUDGET, 'KSLATE_SWEEP_BUDGET'),
+    allowAsyncReplication: flag(env.KSLATE_ALLOW_ASYNC_REPLICATION, 'KSLATE_ALLOW_ASYNC_REPLICATION'),
+    replicationRisk: null,
     classSource: env.KSLATE_CLASSES ? () => Promise.resolve(classesFromText(env.KSLATE_CLASSES!)) : undefined,
     classRows: null,
     cursorKey: null,
   };
+}
+
+function flag(v: string | undefined, name: string): boolean {
+  if (v === undefined || v === '' || v === 'false') return false;
+  if (v === 'true') return true;
+  throw new WorkersConfigError(`${name} is "${v}"; give true or false.`);
 }
 
 function duration(v: string | undefined, name: string): number | undefined {
@@ -159,15 +172,30 @@ export function requestServices(iso: Isolate, pool: pg.Pool): AppServices {
 }
 
 /** /readyz on Workers: never applies the schema, only says to. */
-async function readiness(iso: Isolate, pool: pg.Pool): Promise<{ ready: true } | { ready: false; message: string }> {
+async function readiness(iso: Isolate, pool: pg.Pool): Promise<{ ready: true; warnings?: string[] } | { ready: false; message: string }> {
   const other = iso.providers.map((p) => p.notReady?.() ?? null).find((m) => m !== null);
   if (other) return { ready: false, message: other };
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), READY_TIMEOUT_MS)));
   try {
-    const v = await Promise.race([schemaVersion(pool).then((n) => ({ n })), timeout]);
+    // The replication check (docs/ha.md) rides in the same bound, once the schema is there.
+    const check = async () => {
+      const n = await schemaVersion(pool);
+      const ready = n !== null && n >= SCHEMA_VERSION;
+      const risk = ready && !iso.allowAsyncReplication ? await replicationRisk(pool).catch(() => null) : null;
+      return { n, risk };
+    };
+    const v = await Promise.race([check(), timeout]);
     if (v === null) return { ready: false, message: `The database did not answer within ${READY_TIMEOUT_MS / 1000}s.` };
-    if (v.n !== null && v.n >= SCHEMA_VERSION) return { ready: true };
+    if (v.n !== null && v.n >= SCHEMA_VERSION) {
+      // As the Node gateway's readiness: still ready, with what a failover would cost.
+      const risk = v.risk;
+      if (risk !== iso.replicationRisk) {
+        if (risk) iso.log.warn(risk);
+        iso.replicationRisk = risk;
+      }
+      return risk ? { ready: true, warnings: [risk] } : { ready: true };
+    }
     return {
       ready: false,
       message:

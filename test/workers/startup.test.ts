@@ -70,3 +70,21 @@ test('a request before the schema exists says to run kslate migrate, not that it
     expect(r.body.message).not.toMatch(/re-applied/);
   }
 });
+
+test('/readyz warns about a primary without a synchronous standby, unless KSLATE_ALLOW_ASYNC_REPLICATION=true (docs/ha.md)', async () => {
+  // The test server is one PostgreSQL: synchronous_standby_names is empty.
+  const migrated = await freshDatabase();
+  try {
+    const warned = await worker({ DATABASE_URL: migrated.url, KSLATE_APIKEYS: APIKEYS_YAML });
+    const r = await warned.call(null, 'GET', '/readyz');
+    expect(r.status).toBe(200);
+    expect(r.body.warnings).toEqual([expect.stringMatching(/no synchronous standby.*KSLATE_ALLOW_ASYNC_REPLICATION/)]);
+    const allowed = await worker({ DATABASE_URL: migrated.url, KSLATE_APIKEYS: APIKEYS_YAML, KSLATE_ALLOW_ASYNC_REPLICATION: 'true' });
+    expect(await allowed.call(null, 'GET', '/readyz')).toMatchObject({ status: 200, body: { status: 'ready' } });
+    expect((await allowed.call(null, 'GET', '/readyz')).body).not.toHaveProperty('warnings');
+    const wrong = await worker({ DATABASE_URL: migrated.url, KSLATE_APIKEYS: APIKEYS_YAML, KSLATE_ALLOW_ASYNC_REPLICATION: 'yes' });
+    expect((await wrong.call(null, 'GET', '/readyz')).body.message).toMatch(/KSLATE_ALLOW_ASYNC_REPLICATION is "yes"; give true or false/);
+  } finally {
+    await migrated.drop();
+  }
+});
