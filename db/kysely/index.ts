@@ -16,6 +16,7 @@ import type pg from 'pg';
 import type {
   ChangeLog,
   ClaimWrite,
+  TransactRequest,
   ClassUpsert,
   Db,
   HistoryInsert,
@@ -100,6 +101,10 @@ export class PgDb implements Db, SweepDb, ChangeLog {
 
   claim(c: ClaimWrite) {
     return this.guard(() => writes.claim(this.conn, c));
+  }
+
+  transact(t: TransactRequest) {
+    return this.guard(() => writes.transact(this.conn, t));
   }
 
   saveCheckpoint(cls: string, rid: string, role: string, document: Record<string, unknown>, author: string) {

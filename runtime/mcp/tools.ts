@@ -1,5 +1,5 @@
 /**
- * The six MCP tools (decisions §7): each one translates its arguments into the input of one
+ * The MCP tools (decisions §7; svc_transaction: issue 33): each one translates its arguments into the input of one
  * operation of the table and calls `invoke`, so the MCP answer is the HTTP body. No rule lives
  * here: arguments are not validated (the JSON Schemas are for the client and the model), the
  * handlers produce MALFORMED at their step of the rejection order, with HTTP's message.
@@ -194,6 +194,14 @@ export const TOOLS: readonly ToolDef[] = [
     run(ctx, a) {
       const input = { ...recordOf(a), field: fieldOf(a), body: body(a, ['record', 'field']) };
       return invoke(operations.claim, ctx, input, TIMED);
+    },
+  },
+  {
+    name: 'svc_transaction',
+    address: { record },
+    run(ctx, a) {
+      const input = { ...recordOf(a), body: body(a, ['record']) };
+      return invoke(operations.transaction, ctx, input, TIMED);
     },
   },
   {
