@@ -7,15 +7,15 @@
 import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { jsonProblem, type RawBody } from '../../handlers/body.js';
-import type { Ctx } from '../../handlers/context.js';
-import { SvcError } from '../../handlers/errors.js';
-import type { CheckpointLoadInput } from '../../handlers/checkpoint-load.js';
-import type { GetInput } from '../../handlers/get.js';
-import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
-import type { McpSurface } from '../../handlers/types.js';
-import type { Outcome } from '../../handlers/pipeline.js';
-import type { QueryInput } from '../../handlers/query.js';
+import { jsonProblem, type RawBody } from '../../../handlers/body.js';
+import type { Ctx } from '../../../handlers/context.js';
+import { SvcError } from '../../../handlers/errors.js';
+import type { CheckpointLoadInput } from '../../../handlers/checkpoint-load.js';
+import type { GetInput } from '../../../handlers/get.js';
+import { asSvcError, invoke, operations, type Operation } from '../../../handlers/index.js';
+import type { McpSurface } from '../../../handlers/types.js';
+import type { Outcome } from '../../../handlers/pipeline.js';
+import type { QueryInput } from '../../../handlers/query.js';
 
 /** Tool arguments as the client sent them (any JSON object). */
 export type ToolArgs = Record<string, unknown>;

@@ -23,14 +23,14 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
-import type { Ctx } from '../../handlers/context.js';
-import { asSvcError } from '../../handlers/index.js';
-import type { Identity } from '../../handlers/types.js';
-import { MAX_BODY_BYTES } from '../../handlers/body.js';
-import { SvcError } from '../../handlers/errors.js';
-import { readBody } from '../http/body.js';
-import { requestMeta, type AppEnv, type PeerAddress } from '../http/env.js';
-import { authenticateRequest, makeCtx, type AppServices } from '../request.js';
+import type { Ctx } from '../../../handlers/context.js';
+import { asSvcError } from '../../../handlers/index.js';
+import type { Identity } from '../../../handlers/types.js';
+import { MAX_BODY_BYTES } from '../../../handlers/body.js';
+import { SvcError } from '../../../handlers/errors.js';
+import { readBody } from '../body.js';
+import { requestMeta, type AppEnv, type PeerAddress } from '../env.js';
+import { authenticateRequest, makeCtx, type AppServices } from '../../request.js';
 import { listResources, listResourceTemplates, readResource } from './resources.js';
 import { callTool, TOOL_LIST, type ToolArgs } from './tools.js';
 
@@ -59,14 +59,14 @@ export interface McpOptions {
    */
   jsonSchemaValidator?: jsonSchemaValidator;
   /**
-   * The session registry behind /mcp/session (runtime/mcp/sessions.ts). Node passes one; a
+   * The session registry behind /mcp/session (runtime/http/mcp/sessions.ts). Node passes one; a
    * runtime without a long-lived process (Workers) passes none, and /mcp/session answers
    * 404 NOT_FOUND there, as the watch routes do.
    */
   sessions?: SessionEndpoint;
 }
 
-/** What serves /mcp/session: `McpSessions` (runtime/mcp/sessions.ts). */
+/** What serves /mcp/session: `McpSessions` (runtime/http/mcp/sessions.ts). */
 export interface SessionEndpoint {
   handle(c: Context<AppEnv>, s: AppServices, identity: Identity, opts: McpOptions): Promise<Response>;
 }
@@ -74,7 +74,7 @@ export interface SessionEndpoint {
 /** What a request handler of the MCP server receives besides the request. */
 export type McpExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-/** A session server's subscription handlers (runtime/mcp/sessions.ts). */
+/** A session server's subscription handlers (runtime/http/mcp/sessions.ts). */
 export interface SubscriptionHandlers {
   subscribe(uri: string, extra: McpExtra): Promise<void>;
   unsubscribe(uri: string, extra: McpExtra): Promise<void>;

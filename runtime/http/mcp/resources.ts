@@ -15,10 +15,10 @@
  * error (see `refusal`).
  */
 import type { ListResourcesResult, ListResourceTemplatesResult, ReadResourceResult, Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
-import type { Ctx } from '../../handlers/context.js';
-import { SvcError } from '../../handlers/errors.js';
-import { jsonText, type Outcome } from '../../handlers/pipeline.js';
-import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
+import type { Ctx } from '../../../handlers/context.js';
+import { SvcError } from '../../../handlers/errors.js';
+import { jsonText, type Outcome } from '../../../handlers/pipeline.js';
+import { asSvcError, invoke, operations, type Operation } from '../../../handlers/index.js';
 
 export const RESOURCE_SCHEME = 'kslate://';
 export const MIME_JSON = 'application/json';
