@@ -179,6 +179,8 @@ export const HISTORY_OUTCOMES = [
   'weak_identity',
   'evidence_required',
   'identity_mismatch',
+  // A write of a refused transaction (issue 33): not applied because the write at failed_index was refused.
+  'not_applied',
 ] as const;
 
 export const historyRow = v.strictObject({
@@ -196,6 +198,16 @@ export const historyRow = v.strictObject({
   expected_version: v.optional(count),
   based_on: basedOn,
   invocation,
+  transaction: v.optional(
+    v.pipe(
+      v.strictObject({
+        id: v.pipe(v.string(), d('The transaction that made this attempt.')),
+        index: v.pipe(count, d('Which write of the transaction (from 0).')),
+        failed_index: v.optional(v.pipe(count, d('On a not_applied row: the write whose refusal refused the transaction.'))),
+      }),
+      d('Rows of a transaction (docs/api.md, transaction): one per write.'),
+    ),
+  ),
   outcome: v.picklist(HISTORY_OUTCOMES),
   created_at: timestamp,
 });

@@ -210,6 +210,11 @@ describe('operations: success answers', () => {
     const tx = { writes: [{ op: 'put', field: 'scratch', value: 1 }, { op: 'claim', field: 'owner', lease_seconds: 30 }] };
     expect((await call('alice', 'POST', TRANSACTION, '/v1/records/ticket/tx1/transactions', tx)).status).toBe(201);
     expect((await call('alice', 'POST', TRANSACTION, '/v1/records/ticket/tx1/transactions', tx)).status).toBe(200);
+    const refused = { writes: [{ op: 'put', field: 'scratch', value: 2 }, { op: 'put', field: 'title', value: 'x', expected_version: 5 }] };
+    expectCode(await call('alice', 'POST', TRANSACTION, '/v1/records/ticket/tx1/transactions', refused), 'STALE');
+    // Its history rows (transaction ids, not_applied) are documented rows.
+    const rows = (await call('alice', 'GET', HISTORY, '/v1/records/ticket/tx1/history')).body.history as Json[];
+    expect(rows.map((r) => r.outcome).slice(0, 2)).toEqual(['stale', 'not_applied']);
   });
 
   test('get, query (pages) and history (pages, inferred premises, a value kept as size and digest)', async () => {
