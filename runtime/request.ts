@@ -7,7 +7,8 @@
  * `AppServices` is the seam a runtime adapter fills (docs/runtimes.md): nothing here imports
  * a Node module, a driver or a transport.
  */
-import type { Db } from '../db/port.js';
+import type { Db, DbSession } from '../db/port.js';
+import { minLsnProblem } from '../db/lsn.js';
 import type { ClassRegistry } from '../handlers/class-registry.js';
 import type { Credential, Ctx, Logger, Metrics } from '../handlers/context.js';
 import { SvcError } from '../handlers/errors.js';
@@ -44,6 +45,8 @@ export interface RequestMeta {
   authorization: string | undefined;
   scope: string | undefined;
   requestId: string;
+  /** X-Kslate-Min-Lsn (gRPC `x-kslate-min-lsn`) as sent: the read-your-writes token (docs/ha.md); checked by runRequest. */
+  minLsn?: string;
 }
 
 /**
@@ -130,8 +133,40 @@ function rateLimited(s: AppServices): SvcError {
   return new SvcError('RATE_LIMITED', 'Too many rejected credentials from your address; wait a few seconds and retry with a valid token.');
 }
 
-/** The per-request context handed to handlers. */
-export function makeCtx(s: AppServices, identity: Identity, scope: string | undefined, requestId: string = s.newId(), credential?: Credential): Ctx {
+/**
+ * A read-your-writes token as sent, checked: MALFORMED names what to send. Undefined (not
+ * sent) passes; an empty header is refused like any other malformed value.
+ */
+export function checkMinLsn(minLsn: string | undefined): string | null {
+  if (minLsn === undefined) return null;
+  const problem = minLsnProblem(minLsn);
+  if (problem) throw new SvcError('MALFORMED', problem);
+  return minLsn.trim();
+}
+
+/** The WAL position the request's writes reached (the answer's X-Kslate-Lsn), or null. */
+export function lsnOf(ctx: Ctx): string | null {
+  return (ctx.db as Partial<DbSession>).lsn ?? null;
+}
+
+/**
+ * The request's own view of the database where the runtime's has one (db/port.ts SessionDb):
+ * its reads honour `minLsn` and it remembers the LSN its writes reached.
+ */
+export function sessionOf(db: Db, minLsn: string | null = null): Db {
+  const sessions = db as Db & { session?: (minLsn: string | null) => DbSession };
+  return typeof sessions.session === 'function' ? sessions.session(minLsn) : db;
+}
+
+/** The per-request context handed to handlers; `minLsn`: the request's checked read-your-writes token (checkMinLsn). */
+export function makeCtx(
+  s: AppServices,
+  identity: Identity,
+  scope: string | undefined,
+  requestId: string = s.newId(),
+  credential?: Credential,
+  minLsn: string | null = null,
+): Ctx {
   return {
     identity,
     scope,
@@ -140,7 +175,7 @@ export function makeCtx(s: AppServices, identity: Identity, scope: string | unde
     log: s.log,
     metrics: s.metrics,
     classes: s.classes,
-    db: s.db,
+    db: sessionOf(s.db, minLsn),
     cursorKey: () => s.cursorKey(),
     trace: {},
     ...(s.watch ? { watch: s.watch } : {}),
@@ -161,10 +196,14 @@ export class ClientClosedRequest extends Error {
   }
 }
 
-export type RequestResult =
+export type RequestResult = (
   | { ok: true; identity: Identity; out: Outcome }
   /** `identity` is absent when the credential was refused. */
-  | { ok: false; identity?: Identity; error: SvcError };
+  | { ok: false; identity?: Identity; error: SvcError }
+) & {
+  /** The WAL position the request's writes reached (X-Kslate-Lsn; docs/ha.md), or null when it wrote nothing. */
+  lsn: string | null;
+};
 
 /**
  * One request: authenticate, decode (after the credential check, so an anonymous caller
@@ -179,14 +218,16 @@ export async function runRequest<I>(
   opts: { timed?: boolean } = {},
 ): Promise<RequestResult> {
   let identity: Identity | undefined;
+  let ctx: Ctx | undefined;
   try {
     identity = await authenticateRequest(s, meta.address, meta.authorization);
+    const minLsn = checkMinLsn(meta.minLsn);
     const input = await decode();
-    const ctx = makeCtx(s, identity, meta.scope, meta.requestId, s.watch ? credentialOf(s, meta.authorization, identity) : undefined);
+    ctx = makeCtx(s, identity, meta.scope, meta.requestId, s.watch ? credentialOf(s, meta.authorization, identity) : undefined, minLsn);
     const out = await invoke(op, ctx, input, opts);
-    return { ok: true, identity, out };
+    return { ok: true, identity, out, lsn: lsnOf(ctx) };
   } catch (e) {
     if (e instanceof ClientClosedRequest) throw e;
-    return { ok: false, identity, error: asSvcError(e, { log: s.log, requestId: meta.requestId }) };
+    return { ok: false, identity, error: asSvcError(e, { log: s.log, requestId: meta.requestId }), lsn: ctx ? lsnOf(ctx) : null };
   }
 }
