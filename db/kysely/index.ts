@@ -130,6 +130,36 @@ export class PgDb implements Db, SweepDb, ChangeLog {
     return rows[0]?.lsn ?? null;
   }
 
+  /**
+   * One connection of this (standby's) pool that has replayed `lsn`, checked on it, as a PgDb
+   * whose every statement runs on that connection (ReplicaTarget.pinnedAt); null when it has not.
+   */
+  pinnedAt(lsn: string): Promise<{ db: PgDb; release(err?: unknown): void } | null> {
+    return this.guard(async () => {
+      const client = await this.pool.connect();
+      let done = false;
+      const release = (err?: unknown) => {
+        if (done) return;
+        done = true;
+        client.release(err === undefined ? undefined : err instanceof Error ? err : true);
+      };
+      try {
+        const { rows } = await client.query<{ ok: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as ok', [lsn]);
+        if (rows[0]?.ok !== true) {
+          release();
+          return null;
+        }
+      } catch (e) {
+        release(e);
+        throw e;
+      }
+      // A pool of this one connection: Kysely checks it out and "releases" it per statement.
+      const one = { query: (...a: unknown[]) => (client.query as (...x: unknown[]) => unknown)(...a), release: () => undefined };
+      const pool = { connect: async () => one, query: one.query, end: async () => undefined, on: () => pool } as unknown as pg.Pool;
+      return { db: new PgDb(pool), release };
+    });
+  }
+
   /** pg_current_wal_lsn() (the router's sample of the primary). */
   async walLsn(): Promise<string> {
     const { rows } = await this.conn.exec<{ lsn: string }>('kslate_wal_lsn', 'select pg_current_wal_lsn()::text as lsn', []);

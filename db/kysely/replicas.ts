@@ -22,9 +22,15 @@ import { StorageFault } from '../port.js';
 import { formatLsn, parseLsn } from '../lsn.js';
 
 /** What the router needs of a database: PgDb. */
-export interface ReplicaTarget {
+export interface ReplicaTarget<D = unknown> {
   /** The standby's replayed WAL position (null when it is not in recovery); throws when unreachable. */
   replayLsn(): Promise<string | null>;
+  /**
+   * One connection of the standby that has replayed `lsn`, as a database to read on, checked on
+   * that very connection (a URL may lead to several standbys, e.g. a read-only Service: the
+   * probe's answer may come from another); null when it has not. `release` gives it back.
+   */
+  pinnedAt(lsn: string): Promise<{ db: D; release(err?: unknown): void } | null>;
 }
 
 export interface PrimaryTarget {
@@ -62,7 +68,7 @@ class Standby<D> {
 
   constructor(
     readonly index: number,
-    readonly db: D & ReplicaTarget,
+    readonly db: D & ReplicaTarget<D>,
     private readonly router: ReadRouter<D>,
   ) {}
 
@@ -116,7 +122,7 @@ export class ReadRouter<D> {
 
   constructor(
     private readonly primary: D & PrimaryTarget,
-    standbys: (D & ReplicaTarget)[],
+    standbys: (D & ReplicaTarget<D>)[],
     private readonly opts: ReplicaOptions,
   ) {
     this.standbys = standbys.map((db, i) => new Standby(i, db, this));
@@ -223,7 +229,23 @@ export class ReadRouter<D> {
       const s = await this.pick(minLsn, skip);
       if (s === null) break;
       try {
-        const out = await fn(s.db);
+        let out: T;
+        if (minLsn === null) out = await fn(s.db);
+        else {
+          // The token is checked again on the connection that reads, in the same session.
+          const pin = await s.db.pinnedAt(formatLsn(minLsn));
+          if (pin === null) {
+            skip.add(s);
+            continue;
+          }
+          try {
+            out = await fn(pin.db);
+            pin.release();
+          } catch (e) {
+            pin.release(e);
+            throw e;
+          }
+        }
         this.opts.onRead?.(s.label);
         return out;
       } catch (e) {
