@@ -10,6 +10,7 @@
  *   again once replay resumes;
  * - a standby killed mid-load costs no failed read, and is used again once it is back.
  */
+import net from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parseConfig } from '../../runtime/config.js';
 import { startGateway, type Gateway } from '../../runtime/serve.js';
@@ -219,4 +220,79 @@ it('a standby killed mid-load costs no failed read, and is used again once back'
   const r0 = (await readsByTarget())['0'] ?? 0;
   for (let i = 0; i < 10; i++) expect((await call('GET', '/v1/records/rep/load')).status).toBe(200);
   expect(((await readsByTarget())['0'] ?? 0) - r0).toBeGreaterThan(0);
+}, 180_000);
+
+it('one URL leading to two standbys (a read-only Service), one of them paused: tokened reads stay fresh', async () => {
+  // A second standby, and a TCP round robin over both: each new connection goes to the next.
+  const second = await cluster.addStandby();
+  const targets = [cluster.standbys[0].port, second.port];
+  let turn = 0;
+  const sockets = new Set<net.Socket>();
+  const proxy = net.createServer((client) => {
+    const upstream = net.connect(targets[turn++ % targets.length], '127.0.0.1');
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  const proxyPort = (proxy.address() as net.AddressInfo).port;
+  const files = gatewayFiles('kslate-replicas-rr-', [CLASS]);
+  const rr = await startGateway(
+    parseConfig(
+      [
+        '--database-url', cluster.url(cluster.primary, 'kslate'),
+        '--database-replica-url', `postgres://postgres@127.0.0.1:${proxyPort}/kslate`,
+        '--allow-async-replication', 'true',
+        '--listen', '127.0.0.1:0',
+        '--metrics-port', '0',
+        '--identity', 'apikey',
+        '--apikeys', files.apikeys,
+        '--classes', files.classes,
+        // More connections than one: the pool's connections alternate between the two standbys.
+        '--db-pool-size', '8',
+      ],
+      {},
+    ),
+    quietLog,
+  );
+  await cluster.caughtUp();
+  await cluster.sql(cluster.standbys[0], 'select pg_wal_replay_pause()');
+  try {
+    let version = 0;
+    let stale = 0;
+    let standbyReads = 0;
+    await Promise.all(
+      Array.from({ length: 4 }, async (_, l) => {
+        let v = 0;
+        for (let i = 0; i < 50; i++) {
+          const w = await fetch(`${rr.url}/v1/records/rep/rr-${l}/fields/title`, {
+            method: 'PUT',
+            headers: { authorization: `Bearer ${KEYS.alice}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ value: `rr${i}`, expected_version: v }),
+          });
+          expect(w.status).toBeLessThan(300);
+          v++;
+          version++;
+          const lsn = w.headers.get('x-kslate-lsn')!;
+          const r = await fetch(`${rr.url}/v1/records/rep/rr-${l}`, { headers: { authorization: `Bearer ${KEYS.alice}`, 'x-kslate-min-lsn': lsn } });
+          const body = (await r.json()) as any;
+          if (body.fields.title.value !== `rr${i}`) stale++;
+        }
+      }),
+    );
+    const text = await (await fetch(`${rr.metricsUrl}/metrics`)).text();
+    standbyReads = Number(/^svc_db_reads_total\{target="0"\} (\S+)$/m.exec(text)?.[1] ?? 0);
+    expect(version).toBe(200);
+    expect(stale).toBe(0);
+    // The live standby behind the same URL served some of them.
+    expect(standbyReads).toBeGreaterThan(0);
+  } finally {
+    await cluster.sql(cluster.standbys[0], 'select pg_wal_replay_resume()');
+    await rr.close();
+    proxy.close();
+    for (const s of sockets) s.destroy();
+  }
 }, 180_000);
