@@ -142,6 +142,10 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
   });
   const db = new PgDb(pool, () => void readiness.ensureSchema());
   const maintenanceDb = new PgDb(maintenancePool);
+  db.onLsnUnsupported = (e) =>
+    log.warn('the database refuses pg_current_wal_insert_lsn(): writes answer without X-Kslate-Lsn, so clients cannot ask standbys for read-your-writes (docs/ha.md)', {
+      error: e.message,
+    });
   const metrics = createMetrics();
   // Standbys for reads (docs/ha.md "Reads from standbys"): db routes its reads by the rules of
   // db/kysely/replicas.ts; nothing else knows they exist.

@@ -6,6 +6,7 @@
  */
 import { Kysely, PostgresDialect, sql, type RawBuilder } from 'kysely';
 import pg from 'pg';
+import { classifyDbError } from '../errors.js';
 import { namedQuery, runNamed } from './pool.js';
 import type { Database } from './schema.js';
 
@@ -16,6 +17,10 @@ export class Conn {
   private readonly describeOnce: boolean;
   /** SQL text of the statements `named` compiled, by name. */
   private readonly texts = new Map<string, string>();
+  /** The server refused pg_current_wal_insert_lsn() (thenLsn): writes carry no token. */
+  private noLsn = false;
+  /** Told once when that happens (the runtime logs it). */
+  onNoLsn?: (e: Error) => void;
 
   constructor(readonly pool: pg.Pool) {
     this.kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
@@ -62,6 +67,7 @@ export class Conn {
    * not undo the write.
    */
   async thenLsn<T>(fn: (s: Statements) => Promise<T>): Promise<{ value: T; lsn: string | null }> {
+    if (this.noLsn) return { value: await fn(this), lsn: null };
     const client = await this.pool.connect();
     let failed: unknown;
     const on: Statements = {
@@ -82,7 +88,13 @@ export class Conn {
       try {
         lsn = (await on.exec<{ lsn: string }>(WAL_INSERT.name, WAL_INSERT.text, [])).rows[0]?.lsn ?? null;
       } catch (e) {
-        failed = e;
+        // A server that refuses the function itself (a SQLSTATE that is no connection, timeout
+        // or schema fault; some managed services do not offer WAL functions): writes answer
+        // without a token from now on, on a connection that is still good.
+        if (typeof (e as { code?: unknown }).code === 'string' && classifyDbError(e) === null) {
+          this.noLsn = true;
+          this.onNoLsn?.(e as Error);
+        } else failed = e;
       }
       return { value, lsn };
     } catch (e) {

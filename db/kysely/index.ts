@@ -80,6 +80,11 @@ export class PgDb implements Db, SweepDb, ChangeLog {
     return this.router.start();
   }
 
+  /** Called once if the primary refuses to tell a write's WAL position: writes then answer without X-Kslate-Lsn. */
+  set onLsnUnsupported(fn: (e: Error) => void) {
+    this.conn.onNoLsn = fn;
+  }
+
   /** The standbys' state (metrics, /readyz detail); empty without standbys. */
   replicaStatus() {
     return this.router?.status() ?? [];

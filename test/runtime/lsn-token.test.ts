@@ -12,7 +12,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatLsn, minLsnProblem, parseLsn } from '../../db/lsn.js';
 import { incident } from '../fixtures/classes.js';
-import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { freshDatabase } from '../setup/db.js';
+import { KEYS, quietLog, startTestGateway, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
 import { proto } from '../transports/clients.js';
 
@@ -161,6 +162,48 @@ describe('on a gateway', () => {
       expect(err.details).toMatch(/X-Kslate-Min-Lsn/);
     } finally {
       client.close();
+    }
+  });
+});
+
+describe('on a server that refuses pg_current_wal_insert_lsn() (some managed services)', () => {
+  it('writes still succeed, without X-Kslate-Lsn, on connections that stay in use; the gateway says why once', async () => {
+    const db = await freshDatabase();
+    const warnings: string[] = [];
+    const log = { ...quietLog, warn: (m: string) => void warnings.push(m) };
+    const t = await startTestGateway([incident], { db, log });
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    try {
+      // A function of the same name found before pg_catalog's, refusing as such a server does.
+      await admin.query(`create function public.pg_current_wal_insert_lsn() returns pg_lsn language plpgsql as
+        $$ begin raise exception 'Function pg_current_wal_insert_lsn() is not supported' using errcode = 'feature_not_supported'; end $$`);
+      await admin.query(`alter database ${db.name} set search_path = public, pg_catalog`);
+      await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()`, [db.name]);
+      const pids = new Set<number>();
+      for (let i = 0; i < 5; i++) {
+        // The first request after the terminations may meet a dead pooled connection (503): retry it.
+        let res: Response;
+        for (;;) {
+          res = await fetch(`${t.url}/v1/records/incident/nolsn/fields/scratch`, {
+            method: 'PUT',
+            headers: { authorization: `Bearer ${KEYS.alice}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ value: i }),
+          });
+          if (res.status !== 503) break;
+        }
+        expect(res.status).toBeLessThan(300);
+        expect(res.headers.get('x-kslate-lsn')).toBeNull();
+        const { rows } = await admin.query<{ pid: number }>(`select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid() and application_name like 'kslate %'`, [db.name]);
+        for (const r of rows) pids.add(r.pid);
+      }
+      // The refusal did not cost the connection: no new session per write.
+      expect(pids.size).toBeLessThanOrEqual(2);
+      expect(warnings.filter((w) => /pg_current_wal_insert_lsn/.test(w))).toHaveLength(1);
+    } finally {
+      await admin.end();
+      await t.close();
+      await db.drop();
     }
   });
 });
