@@ -199,6 +199,14 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     // A provider that cannot verify tokens yet (an OIDC issuer not reached) makes the gateway not ready.
     () => providers.map((p) => p.notReady?.() ?? null).find((m) => m !== null) ?? null,
     cfg.allowAsyncReplication ? undefined : () => replicationRisk(pool),
+    () =>
+      db.replicaStatus().flatMap((r) =>
+        !r.up
+          ? [`Standby ${r.replica} (--database-replica-url number ${Number(r.replica) + 1}) does not answer: reads skip it and the gateway keeps retrying it.`]
+          : r.lagSeconds !== null && r.lagSeconds * 1000 >= cfg.replicaMaxLagMs
+            ? [`Standby ${r.replica} is ${r.lagSeconds.toFixed(1)} s behind the primary (over --replica-max-lag): reads without X-Kslate-Min-Lsn skip it.`]
+            : [],
+      ),
   );
   const watch = new ChangeHub(
     db,

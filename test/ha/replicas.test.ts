@@ -167,6 +167,8 @@ it('replay paused: tokened reads stay fresh; untokened reads leave the standby o
     }
     // The lag bound has passed: untokened reads are the primary's, and fresh.
     await waitFor('the lag gauge to pass the bound', async () => ((await metric('svc_replica_lag_seconds', 'replica="0"')) ?? 0) > MAX_LAG_MS / 1000 ? true : undefined, 10_000, 100);
+    const ready = (await (await fetch(`${gw.metricsUrl}/readyz`)).json()) as { warnings?: string[] };
+    expect(ready.warnings?.join(' ')).toMatch(/Standby 0 is [\d.]+ s behind the primary/);
     const reads0 = await readsByTarget();
     for (let i = 0; i < 30; i++) {
       const r = await call('GET', '/v1/records/rep/paused');
@@ -210,6 +212,10 @@ it('a standby killed mid-load costs no failed read, and is used again once back'
   const killedAt = reads;
   await waitFor('reads after the kill', () => (reads > killedAt + 500 ? true : undefined), 60_000, 50);
   expect(await metric('svc_replica_up', 'replica="0"')).toBe(0);
+  // Still ready (the primary serves), saying which standby reads skip.
+  const ready = await fetch(`${gw.metricsUrl}/readyz`);
+  expect(ready.status).toBe(200);
+  expect(((await ready.json()) as { warnings?: string[] }).warnings?.join(' ')).toMatch(/Standby 0 .*does not answer/);
   stop = true;
   await Promise.all(readers);
   expect(failures).toEqual([]);
