@@ -7,7 +7,7 @@
  *   query.ts       query by field values                writes.ts      every write, one statement each
  *   classes.ts     classes and kslate_meta              read-sets.ts   read sets and scope owners
  *   change-log.ts  what the watch streams read          sweep.ts       the worker's sweep
- *   sessions.ts    the web console's sessions         replicas.ts    where reads go when standbys are given
+ *   sessions.ts    the web console's sessions           replicas.ts    where reads go given standbys
  *
  * PgDb only binds them to one pool and turns driver faults into a StorageFault; a request's
  * session (`session()`) also sends its reads through replicas.ts and remembers the WAL
