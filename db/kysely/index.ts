@@ -113,6 +113,11 @@ export class PgDb implements Db, SweepDb, ChangeLog {
     return this.req?.lsn == null ? null : formatLsn(this.req.lsn);
   }
 
+  /** db/port.ts Db.rememberCurrentLsn: the WAL insert position now, on the primary, into this session's answer. */
+  async rememberCurrentLsn(): Promise<void> {
+    await this.write(async () => undefined);
+  }
+
   /** A read the router may send to a standby. */
   private route<T>(fn: (db: PgDb) => Promise<T>): Promise<T> {
     if (this.router === null) return this.guard(() => fn(this));

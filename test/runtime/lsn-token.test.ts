@@ -10,6 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool, PgDb } from '../../db/kysely/index.js';
 import { formatLsn, minLsnProblem, parseLsn } from '../../db/lsn.js';
 import { incident } from '../fixtures/classes.js';
 import { freshDatabase } from '../setup/db.js';
@@ -203,6 +204,32 @@ describe('on a server that refuses pg_current_wal_insert_lsn() (some managed ser
     } finally {
       await admin.end();
       await t.close();
+      await db.drop();
+    }
+  });
+});
+
+describe('a session (db/kysely PgDb.session)', () => {
+  it('remembers the highest WAL position of its writes; rememberCurrentLsn (an idempotent replay) gives one at or after every earlier commit', async () => {
+    const db = await freshDatabase({ migrated: true });
+    const pool = createPool({ connectionString: db.url, max: 2 });
+    const pg0 = new PgDb(pool);
+    try {
+      const a = pg0.session(null);
+      expect(a.lsn).toBeNull();
+      const b = pg0.session(null);
+      await b.claimScope('s', 'apikey:x', 60); // a write that is not one of the answer's
+      expect(b.lsn).toBeNull();
+      await b.saveCheckpoint('none', 'none', 'r', {}, 'apikey:x'); // no record: saves nothing, still a position
+      const first = parseLsn(b.lsn!)!;
+      const c = pg0.session(null);
+      await c.rememberCurrentLsn();
+      expect(parseLsn(c.lsn!)! >= first).toBe(true);
+      // Sessions are separate; the base database has none.
+      expect(a.lsn).toBeNull();
+      expect((pg0 as unknown as { lsn: string | null }).lsn).toBeNull();
+    } finally {
+      await pool.end();
       await db.drop();
     }
   });
