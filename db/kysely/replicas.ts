@@ -52,6 +52,8 @@ export interface ReplicaOptions {
 
 export const REPLICA_DEFAULTS = { maxLagMs: 1_000, waitMs: 50, probeMs: 100 } as const;
 
+/** The longest the first round of probes holds the gateway's start. */
+const START_WAIT_MS = 2_000;
 /** Backoff of a standby that failed: 250 ms, doubling, at most 10 s. */
 const BACKOFF_MS = 250;
 const BACKOFF_MAX_MS = 10_000;
@@ -129,10 +131,18 @@ export class ReadRouter<D> {
     this.log = opts.log;
   }
 
-  /** Start sampling (the first round runs now; `ready` resolves after it). */
+  /**
+   * Start sampling. Resolves after the first round, or after 2 s when a standby is slow to
+   * answer it (a frozen one): the gateway starts on the primary and uses standbys as they answer.
+   */
   start(): Promise<void> {
-    const first = this.tick();
-    return first.then(() => undefined);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    return Promise.race([
+      this.tick(true),
+      new Promise<void>((r) => {
+        timer = setTimeout(r, START_WAIT_MS);
+      }),
+    ]).finally(() => clearTimeout(timer));
   }
 
   stop(): void {
@@ -140,9 +150,9 @@ export class ReadRouter<D> {
     if (this.timer) clearTimeout(this.timer);
   }
 
-  private async tick(): Promise<void> {
+  private async tick(first = false): Promise<void> {
     try {
-      await this.sample();
+      await this.sample(first);
     } finally {
       if (!this.stopped) {
         this.timer = setTimeout(() => void this.tick(), this.opts.probeMs);
@@ -151,8 +161,12 @@ export class ReadRouter<D> {
     }
   }
 
-  /** One round: the primary's position, then every standby due a probe. */
-  private async sample(): Promise<void> {
+  /**
+   * One round: the primary's position, then every standby due a probe. Only the first round
+   * waits for the probes: later a standby that hangs (frozen) must not hold up the others'
+   * (each has one probe in flight at most).
+   */
+  private async sample(awaitProbes: boolean): Promise<void> {
     const now = Date.now();
     try {
       const lsn = parseLsn(await this.primary.walLsn());
@@ -163,7 +177,8 @@ export class ReadRouter<D> {
     } catch {
       // The primary's own failures are the requests' to report; lag is left as last measured.
     }
-    await Promise.all(this.standbys.filter((s) => s.up || Date.now() >= s.retryAt).map((s) => s.probe()));
+    const probes = Promise.all(this.standbys.filter((s) => s.up || Date.now() >= s.retryAt).map((s) => s.probe()));
+    if (awaitProbes) await probes;
   }
 
   /** Seconds a standby's replay is behind the primary (see the file comment); null while it is down. */
