@@ -45,7 +45,7 @@ export interface RequestMeta {
   authorization: string | undefined;
   scope: string | undefined;
   requestId: string;
-  /** X-Kslate-Min-Lsn (gRPC `x-kslate-min-lsn`) as sent: the read-your-writes token (docs/ha.md); checked by runRequest. */
+  /** X-Kslate-Min-Lsn (gRPC `x-kslate-min-lsn`) as sent: the read-your-writes token (docs/ha.md); checked when the caller runs. */
   minLsn?: string;
 }
 
@@ -205,6 +205,70 @@ export type RequestResult = (
   lsn: string | null;
 };
 
+/** How `Caller.run` differs from the caller's own request. */
+export interface RunOptions {
+  /** Count the call in the operation's latency histogram (`invoke`'s `timed`). */
+  timed?: boolean;
+  /** Run without the caller's X-Svc-Scope (a check that is not a read the scope should count). */
+  unscoped?: boolean;
+  /** The credential to follow instead of the request's (an MCP session's latest). */
+  credential?: Credential;
+  /** The read-your-writes token of this call, checked (checkMinLsn; MCP `min_lsn`), instead of the request's X-Kslate-Min-Lsn. */
+  minLsn?: string | null;
+  /** Told the WAL position the call's writes reached (X-Kslate-Lsn), or null, once it ends (answered or refused). */
+  onLsn?(lsn: string | null): void;
+}
+
+/**
+ * An authenticated caller: who it is, the scope and request id it sent, and `run`, the one
+ * way any transport calls an operation (HTTP routes, MCP tools, resources and sessions, gRPC,
+ * the console, Workers). Each `run` builds a fresh handler context (handlers keep per-call
+ * trace state on it), invokes, and maps any error to the spec's SvcError, which it throws.
+ */
+export interface Caller {
+  readonly identity: Identity;
+  readonly scope: string | undefined;
+  readonly requestId: string;
+  /**
+   * Decode the input (a SvcError from `decode` is the caller's answer like the handler's) and
+   * run the operation. A ClientClosedRequest is thrown on as it is: there is no one to answer.
+   */
+  run<I>(op: Operation<I>, decode: () => I | Promise<I>, opts?: RunOptions): Promise<Outcome>;
+  /** Any error as the SvcError the caller is answered (an unexpected fault is logged, INTERNAL). */
+  errorOf(e: unknown): SvcError;
+}
+
+/** The caller of a request whose credential was judged (`authenticateCaller`, or a session that holds one). */
+export function callerFor(s: AppServices, identity: Identity, meta: Pick<RequestMeta, 'scope' | 'requestId' | 'authorization' | 'minLsn'>): Caller {
+  const errorOf = (e: unknown) => asSvcError(e, { log: s.log, requestId: meta.requestId });
+  return {
+    identity,
+    scope: meta.scope,
+    requestId: meta.requestId,
+    errorOf,
+    async run<I>(op: Operation<I>, decode: () => I | Promise<I>, opts: RunOptions = {}): Promise<Outcome> {
+      let ctx: Ctx | undefined;
+      try {
+        const minLsn = opts.minLsn !== undefined ? opts.minLsn : checkMinLsn(meta.minLsn);
+        const input = await decode();
+        const credential = opts.credential ?? (s.watch ? credentialOf(s, meta.authorization, identity) : undefined);
+        ctx = makeCtx(s, identity, opts.unscoped ? undefined : meta.scope, meta.requestId, credential, minLsn);
+        return await invoke(op, ctx, input, { timed: opts.timed });
+      } catch (e) {
+        if (e instanceof ClientClosedRequest) throw e;
+        throw errorOf(e);
+      } finally {
+        opts.onLsn?.(ctx ? lsnOf(ctx) : null);
+      }
+    },
+  };
+}
+
+/** `authenticate → caller`: the credential check (with its budget), then the caller that runs operations. */
+export async function authenticateCaller(s: AppServices, meta: RequestMeta): Promise<Caller> {
+  return callerFor(s, await authenticateRequest(s, meta.address, meta.authorization), meta);
+}
+
 /**
  * One request: authenticate, decode (after the credential check, so an anonymous caller
  * learns nothing from input errors), build the context, invoke, and map any error. A
@@ -217,17 +281,14 @@ export async function runRequest<I>(
   decode: () => I | Promise<I>,
   opts: { timed?: boolean } = {},
 ): Promise<RequestResult> {
-  let identity: Identity | undefined;
-  let ctx: Ctx | undefined;
+  let caller: Caller | undefined;
+  let lsn: string | null = null;
   try {
-    identity = await authenticateRequest(s, meta.address, meta.authorization);
-    const minLsn = checkMinLsn(meta.minLsn);
-    const input = await decode();
-    ctx = makeCtx(s, identity, meta.scope, meta.requestId, s.watch ? credentialOf(s, meta.authorization, identity) : undefined, minLsn);
-    const out = await invoke(op, ctx, input, opts);
-    return { ok: true, identity, out, lsn: lsnOf(ctx) };
+    caller = await authenticateCaller(s, meta);
+    const out = await caller.run(op, decode, { ...opts, onLsn: (l) => (lsn = l) });
+    return { ok: true, identity: caller.identity, out, lsn };
   } catch (e) {
     if (e instanceof ClientClosedRequest) throw e;
-    return { ok: false, identity, error: asSvcError(e, { log: s.log, requestId: meta.requestId }), lsn: ctx ? lsnOf(ctx) : null };
+    return { ok: false, identity: caller?.identity, error: asSvcError(e, { log: s.log, requestId: meta.requestId }), lsn };
   }
 }
