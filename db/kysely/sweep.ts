@@ -51,7 +51,7 @@ export async function expireRecords(db: Kysely<Database>, cls: string, ttlSecond
       select d.id, d.class, d.rid,
              coalesce((select max(h.id) from history h where h.class = d.class and h.rid = d.rid), 0)
       from doomed d
-      on conflict (record_id) do nothing
+      on conflict on constraint expired_records_pkey do nothing
     ), gone as (
       delete from records r using doomed d where r.id = d.id returning r.id
     )
