@@ -77,7 +77,8 @@ export async function readHistory(
                    h.outcome, h.based_on, h.created_at)) as doc,
                  ${HISTORY_BYTES} as sz
           from history h
-          where h.class = k.class and h.rid = k.rid
+          -- The parameters, not k's columns: on Citus (migration 0014) the shard is pruned by rid.
+          where h.class = ${cls} and h.rid = ${rid}
             ${fields && fields.length === 1 ? sql`and h.field = ${fields[0]}` : sql``}
             ${fields && fields.length !== 1 ? sql`and h.field = any(${fields}::text[])` : sql``}
             ${beforeSeq !== null ? sql`and h.id < ${beforeSeq}` : sql``}

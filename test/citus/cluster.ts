@@ -192,7 +192,6 @@ export class CitusCluster {
       `max_worker_processes = 32`,
       // The tests kill processes, never the machine: skipping fsync loses nothing and spares a shared disk.
       `fsync = off`,
-      `synchronous_commit = off`,
       `full_page_writes = off`,
       `shared_buffers = 64MB`,
       `logging_collector = off`,
