@@ -58,7 +58,10 @@ export async function readHistory(
     mark === 'all' ? sql`chr(30) || doc || chr(31)` : mark === 'premises' ? sql`case when based_on is null then doc else chr(30) || doc || chr(31) end` : sql`doc`;
   // A named statement per shape (fields, cursor, marks): planning this one cost ~0.4 ms
   // of PostgreSQL CPU per page, a third of its execution.
-  const shape = `${fields === null ? 'all' : fields.length === 1 ? 'one' : 'some'}_${beforeSeq === null ? 'first' : 'before'}_${mark}`;
+  // On Citus the record's shard is found from the parameters themselves: it cannot prune by
+  // k's columns (the opaque subquery below that keeps plain PostgreSQL on the record's index).
+  const citus = await c.citus();
+  const shape = `${fields === null ? 'all' : fields.length === 1 ? 'one' : 'some'}_${beforeSeq === null ? 'first' : 'before'}_${mark}${citus ? '_citus' : ''}`;
   // The page comes in runs of rows of about HISTORY_RUN_BYTES each, not as one text: a
   // string over ~128 KB is a large object to V8, and a page's worth of them per request
   // drove a mark-compact every ~30 pages under the chart's heap cap (2x the CPU per page).
@@ -77,8 +80,7 @@ export async function readHistory(
                    h.outcome, h.based_on, h.created_at)) as doc,
                  ${HISTORY_BYTES} as sz
           from history h
-          -- The parameters, not k's columns: on Citus (migration 0014) the shard is pruned by rid.
-          where h.class = ${cls} and h.rid = ${rid}
+          where ${citus ? sql`h.class = ${cls} and h.rid = ${rid}` : sql`h.class = k.class and h.rid = k.rid`}
             ${fields && fields.length === 1 ? sql`and h.field = ${fields[0]}` : sql``}
             ${fields && fields.length !== 1 ? sql`and h.field = any(${fields}::text[])` : sql``}
             ${beforeSeq !== null ? sql`and h.id < ${beforeSeq}` : sql``}
