@@ -34,8 +34,10 @@ export const BEHAVIOUR = [
 
 /**
  * Behaviour files not yet run on Citus (issue 35, left to do), and why:
- * - query, response-budget, and the transports' files that query (parity, grpc, mcp): query
- *   by field value across shards (db/kysely/query.ts joins by record id alone) is not adapted;
+ * - query, response-budget, and the transports' files that query (parity, grpc, mcp): the page
+ *   of matches works across shards, but the latest entries of append fields are read by a
+ *   lateral join over the page's ids (db/kysely/query.ts latestEntries), which Citus cannot
+ *   push down, and one filter shape exceeds Citus's nesting depth;
  * - append, get-rendered, write-decision: they seed rows by SQL into fields/entries without
  *   `rid` (Citus needs the distribution column);
  * - claim-race, concurrency: their checks update or join by record id alone (a cross-shard
