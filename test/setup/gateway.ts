@@ -13,7 +13,9 @@ import { parseConfig } from '../../runtime/config.js';
 import { startGateway, type Gateway } from '../../runtime/serve.js';
 import { freshDatabase, type TestDb } from './db.js';
 
-export const quietLog = { debug() {}, info() {}, warn() {}, error() {} };
+export const quietLog = process.env.KSLATE_TEST_LOG
+  ? { debug() {}, info() {}, warn: (...a: unknown[]) => console.warn(...a), error: (...a: unknown[]) => console.error(...a) }
+  : { debug() {}, info() {}, warn() {}, error() {} };
 
 /** The wire timestamp: RFC 3339 with milliseconds and the server's offset (decisions §4). */
 export const TS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$/;
