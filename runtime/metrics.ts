@@ -16,6 +16,8 @@ export interface GaugeSources {
   watchStreams(): number;
   watchBufferedBytes(): number;
   mcpSessions(): number;
+  /** The standbys serving reads (db/kysely/replicas.ts), by index. */
+  replicas(): { replica: string; up: boolean; lagSeconds: number | null }[];
 }
 
 export interface PromMetrics extends Metrics {
@@ -24,6 +26,8 @@ export interface PromMetrics extends Metrics {
   limitRefused(limit: Limit): void;
   /** A watch stream ended, by its reason (slow, shutdown, revoked, max_age, recreated, closed). */
   watchEnded(reason: string): void;
+  /** A read was served by `target`: `primary` or a standby's index (--database-replica-url order). */
+  dbRead(target: string): void;
   /** Where the gauges read from. */
   gauges: GaugeSources;
 }
@@ -60,7 +64,28 @@ export function createMetrics(): PromMetrics {
   const checkpoints = counter('svc_checkpoints_total', 'Checkpoints saved.', ['class', 'role']);
   const refusals = counter('svc_limit_refusals_total', 'Connections, watch streams and MCP sessions refused by a capacity limit (--max-conns, --max-conns-per-address, --watch-max-streams, --watch-max-streams-per-identity, --mcp-max-sessions, --mcp-max-sessions-per-identity).', ['limit']);
   const ended = counter('svc_watch_ended_total', 'Watch streams ended, by reason: slow (the client did not read), revoked (role or credential), max_age, shutdown, recreated, closed (by the client).', ['reason']);
-  const gauges: GaugeSources = { watchStreams: () => 0, watchBufferedBytes: () => 0, mcpSessions: () => 0 };
+  const reads = counter('svc_db_reads_total', 'Database reads of requests by where they were served: target="primary", or a standby\'s index in --database-replica-url order.', ['target']);
+  const gauges: GaugeSources = { watchStreams: () => 0, watchBufferedBytes: () => 0, mcpSessions: () => 0, replicas: () => [] };
+  new Gauge({
+    name: 'svc_replica_lag_seconds',
+    help: "How far each standby's replay is behind the primary (how long ago the primary passed the position it has replayed); absent while the standby is down.",
+    labelNames: ['replica'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const r of gauges.replicas()) if (r.lagSeconds !== null) this.set({ replica: r.replica }, r.lagSeconds);
+    },
+  });
+  new Gauge({
+    name: 'svc_replica_up',
+    help: 'Whether each standby answers and is used for reads (1) or is skipped until it answers again (0).',
+    labelNames: ['replica'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const r of gauges.replicas()) this.set({ replica: r.replica }, r.up ? 1 : 0);
+    },
+  });
   const gauge = (name: string, help: string, read: () => number) =>
     new Gauge({
       name,
@@ -81,6 +106,7 @@ export function createMetrics(): PromMetrics {
     registry,
     gauges,
     limitRefused: (limit) => refusals.inc({ limit }),
+    dbRead: (target) => reads.inc({ target }),
     watchEnded: (reason) => ended.inc({ reason: WATCH_END_REASONS.has(reason) ? reason : 'other' }),
     write: (c, f, o) => writes.inc({ class: c, field: f, outcome: o }),
     rejection: (c, f, r, o) => rejections.inc({ class: c, field: f, role: r, outcome: o }),
