@@ -3,22 +3,14 @@
  * PostgreSQL. Expectations come from interface.md and the decisions.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
-import { startTestGateway, type TestGateway, TS } from '../setup/gateway.js';
+import { type TestGateway, TS, useGatewayWithSql } from '../setup/gateway.js';
 
 
 let t: TestGateway;
 let sql: pg.Client;
-beforeAll(async () => {
-  t = await startTestGateway([incident]);
-  sql = new pg.Client({ connectionString: t.db.url });
-  await sql.connect();
-});
-afterAll(async () => {
-  await sql?.end();
-  await t?.close();
-});
+useGatewayWithSql((g, c) => ((t = g), (sql = c)), [incident]);
 
 type Res = { status: number; body: any };
 

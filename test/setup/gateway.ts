@@ -6,6 +6,8 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { stringify } from 'yaml';
 import type { Logger } from '../../handlers/context.js';
 import type { ClassSpec } from '../../handlers/types.js';
@@ -148,3 +150,27 @@ export async function startTestGateway(
   };
 }
 
+
+/**
+ * The preamble of the tests that drive a gateway and read its database directly: a gateway
+ * on a fresh database started before the file's tests, a SQL client on that database, both
+ * closed after. `set` hands them to the file's own variables.
+ */
+export function useGatewayWithSql(
+  set: (t: TestGateway, sql: pg.Client) => void,
+  classes: ClassInput[],
+  opts: Parameters<typeof startTestGateway>[1] = {},
+): void {
+  let t: TestGateway | undefined;
+  let sql: pg.Client | undefined;
+  beforeAll(async () => {
+    t = await startTestGateway(classes, opts);
+    sql = new pg.Client({ connectionString: t.db.url });
+    await sql.connect();
+    set(t, sql);
+  });
+  afterAll(async () => {
+    await sql?.end();
+    await t?.close();
+  });
+}
