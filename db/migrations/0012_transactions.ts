@@ -25,10 +25,10 @@
  *   `kslate.txn_failed`) that only kslate_transact sets, so every other writer leaves them null.
  *   A rejection that alone leaves no history row (the resolve gate, a malformed or unknown
  *   field: p_stop_outcome null) leaves none for the whole transaction either.
- * - `kslate_history_text` (0008) is replaced to render them as
+ * - A second render trigger (`history_txn_render`, after 0008's `history_render`) adds
  *   `"transaction":{"id":…,"index":…[,"failed_index":…]}` just before `outcome`, so a stored
  *   row still ends with `outcome`, `based_on`, `created_at` (handlers/history.ts reads it from
- *   the end).
+ *   the end), and the rendering of the other keys stays one text (0008, 0014).
  */
 export const version = 12;
 export const name = 'transactions';
@@ -38,35 +38,30 @@ alter table history add column txn uuid default nullif(current_setting('kslate.t
                     add column txn_index smallint default nullif(current_setting('kslate.txn_index', true), '')::smallint,
                     add column txn_failed smallint default nullif(current_setting('kslate.txn_failed', true), '')::smallint;
 
-create or replace function kslate_history_text(h history) returns text
-language sql stable parallel safe as $fn$
-  select '{"seq":' || h.id
-    || ',"field":' || to_json(h.field)::text
-    || ',"op":' || to_json(h.op)::text
-    || coalesce(',"version":' || h.version, '')
-    || coalesce(',"record_version":' || h.record_version, '')
-    || case
-         when h.value_sha256 is not null
-           then coalesce(',"value_size":' || h.value_size, '') || ',"value_sha256":' || to_json(h.value_sha256)::text
-         when h.value is not null and json_typeof(h.value) <> 'null' then ',"value":' || h.value::text
-         else '' end
-    || ',"author":' || to_json(h.author)::text
-    || coalesce(',"identity_strength":' || to_json(h.identity_strength)::text, '')
-    || coalesce(',"evidence":' || to_json(h.evidence)::text, '')
-    || coalesce(',"expected_version":' || h.expected_version, '')
-    || case when h.invocation is not null and json_typeof(h.invocation) <> 'null'
-         then ',"invocation":' || h.invocation::text else '' end
-    || case when h.txn is not null
-         then ',"transaction":{"id":"' || h.txn::text || '","index":' || coalesce(h.txn_index, 0)
-              || coalesce(',"failed_index":' || h.txn_failed, '') || '}'
-         else '' end
-    || ',"outcome":' || to_json(h.outcome)::text
-    || case when h.based_on is not null and jsonb_typeof(h.based_on) <> 'null'
-         then ',"based_on":' || h.based_on::text else '' end
-    || ',"created_at":"'
-    || to_char((h.created_at + interval '500 microseconds') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS')
-    || '+00:00"}'
+-- The transaction of a row, in its rendered text (migration 0008), just before "outcome": a
+-- second BEFORE INSERT trigger, after history_render (triggers fire in name order), so the
+-- rendering itself stays one text whoever replaces it. The last ',"outcome":"' of a rendered
+-- row is its own key: no JSON string holds an unescaped quote, and the premises after it have
+-- no such key.
+create function kslate_history_txn_render() returns trigger
+language plpgsql as $fn$
+declare
+  at integer;
+begin
+  if new.txn is not null and new.rendered is not null then
+    at := length(new.rendered) - strpos(reverse(new.rendered), reverse(',"outcome":"')) - length(',"outcome":"') + 1;
+    new.rendered := left(new.rendered, at)
+      || ',"transaction":{"id":"' || new.txn::text || '","index":' || coalesce(new.txn_index, 0)
+      || coalesce(',"failed_index":' || new.txn_failed, '') || '}'
+      || substr(new.rendered, at + 1);
+  end if;
+  return new;
+end
 $fn$;
+
+create trigger history_txn_render before insert on history
+  for each row when (new.txn is not null) execute function kslate_history_txn_render();
+alter table history enable always trigger history_txn_render;
 
 create function kslate_decide_claim(
   p_rec_id bigint, p_at timestamptz, p_field text, p_author text, p_lease_seconds integer,

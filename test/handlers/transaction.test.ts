@@ -42,6 +42,8 @@ describe('all or nothing', () => {
     const id = fresh();
     const r = await txn('alice', id, {
       evidence: 'seen in the logs',
+      // A key named like the row's own: the rendered row's transaction goes before the real one.
+      invocation: { outcome: 'x', run: 'r1' },
       writes: [
         { op: 'put', field: 'title', value: 'first', expected_version: 0 },
         { op: 'put', field: 'memo', value: { a: 1 } },
@@ -71,6 +73,7 @@ describe('all or nothing', () => {
     expect(h).toHaveLength(5);
     h.forEach((row, i) => {
       expect(row).toMatchObject({ outcome: 'applied', record_version: 1, transaction: { id: r.body.transaction, index: i } });
+      expect(row.invocation).toEqual({ outcome: 'x', run: 'r1' });
       expect(row.transaction.failed_index).toBeUndefined();
     });
     // A second transaction raises the record version once.
