@@ -339,9 +339,22 @@ export interface WorkerGauges {
   historyRows: Map<string, number>;
   /** Task fields with a lapsed lease nobody reclaimed. */
   leasesLapsed: number;
+  /** When the oldest retained history row of each class was written (classes with no history left out). */
+  oldestHistory?: Map<string, Date>;
   /** `class/role` → live records of the class on which no identity of the role wrote. */
   roleWroteNothing: Map<string, number>;
 }
+
+/** A class's `history` spec in seconds; `spec` (its text) restarts the purge's walk when it changes. */
+export interface RetentionRules {
+  maxAgeSeconds: number | null;
+  keepLast: number | null;
+  rejectedMaxAgeSeconds: number | null;
+  spec: string;
+}
+
+/** The purge's walks: every row by age, rejected rows by age, and the (record, field)s written since the last walk. */
+export type RetentionWalk = 'age' | 'rejected' | 'fields';
 
 /** A role as the gauge needs it: who belongs (subjects, `ns/*` wildcards included). */
 export interface RoleSubjects {
@@ -374,6 +387,11 @@ export interface SweepDb {
   purgeExpired(limit: number): Promise<{ historyRows: number; entries: number; finished: number; more: boolean }>;
   /** Flag up to `limit` task fields whose lease expired unreclaimed as lapsed; returns how many. */
   flagLapsedLeases(limit: number): Promise<number>;
+  /**
+   * One bounded batch of a class's history retention (issue 37, migration 0013): at most
+   * `limit` rows read past the walk's cursor, the purgeable ones deleted, the cursor moved.
+   */
+  purgeHistory(cls: string, walk: RetentionWalk, rules: RetentionRules, limit: number): Promise<{ purged: number; scanned: number; more: boolean }>;
   gauges(classes: string[], roles: RoleSubjects[]): Promise<WorkerGauges>;
 }
 

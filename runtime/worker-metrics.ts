@@ -51,12 +51,30 @@ export function createWorkerMetrics(): WorkerMetrics {
     registers: [registry],
   });
   const expired = new Counter({ name: 'svc_records_expired_total', help: 'Records deleted by TTL expiry.', registers: [registry] });
+  const purged = new Counter({
+    name: 'svc_history_purged_total',
+    help: 'History rows purged by the class history retention (spec.history), per class.',
+    labelNames: ['class'],
+    registers: [registry],
+  });
+  const oldest = new Gauge({
+    name: 'svc_history_oldest_row_age_seconds',
+    help: 'Age of the oldest retained history row, per class (classes with history only).',
+    labelNames: ['class'],
+    registers: [registry],
+  });
+  let knownClasses = new Set<string>();
   for (const o of ['ok', 'failed']) sweeps.inc({ outcome: o }, 0);
   return {
     registry,
     setGauges(g, classes) {
       const known = new Set(classes.map((c) => c.name));
+      knownClasses = known;
       records.reset();
+      oldest.reset();
+      for (const [cls, at] of g.oldestHistory ?? []) {
+        if (known.has(cls)) oldest.set({ class: cls }, Math.max(0, (Date.now() - at.getTime()) / 1000));
+      }
       history.reset();
       wroteNothing.reset();
       for (const [cls, n] of g.records) if (known.has(cls)) records.set({ class: cls }, n);
@@ -74,6 +92,8 @@ export function createWorkerMetrics(): WorkerMetrics {
       sweeps.inc({ outcome: r.ok ? 'ok' : 'failed' });
       if (r.ok) lastSuccess.set(Date.now() / 1000);
       if (r.expired) expired.inc(r.expired.records);
+      // Label values only from the class table: a class unknown to the last gauges is left out.
+      for (const [cls, n] of r.retention?.purged ?? []) if (knownClasses.has(cls) || knownClasses.size === 0) purged.inc({ class: cls }, n);
       if (r.classes) refused.set(r.classes.refusedCount);
     },
   };

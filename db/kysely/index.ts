@@ -24,6 +24,8 @@ import type {
   NewConsoleSession,
   QueryFilter,
   ReadRecordOptions,
+  RetentionRules,
+  RetentionWalk,
   RoleSubjects,
   SweepDb,
   WriteRequest,
@@ -174,6 +176,10 @@ export class PgDb implements Db, SweepDb, ChangeLog {
 
   purgeExpired(limit: number) {
     return this.guard(() => sweep.purgeExpired(this.kysely, limit));
+  }
+
+  purgeHistory(cls: string, walk: RetentionWalk, rules: RetentionRules, limit: number) {
+    return this.guard(() => sweep.purgeHistoryBatch(this.kysely, cls, walk, rules, limit));
   }
 
   flagLapsedLeases(limit: number) {
