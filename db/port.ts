@@ -284,6 +284,11 @@ export interface Db extends ConsoleSessions {
     rid: string,
     opts: { fields: string[] | null; beforeSeq: number | null; limit: number; maxBytes: number; mark: HistoryMark },
   ): Promise<HistoryPage>;
+  /**
+   * Where class retention purged the record's history (issue 37): the newest time and the
+   * greatest seq among its purged rows; null when none was purged.
+   */
+  historyTruncation(cls: string, rid: string): Promise<{ before: Date; beforeSeq: number } | null>;
   /** True when the record exists or any history row names it. */
   recordOrHistoryExists(cls: string, rid: string): Promise<boolean>;
   /** A rejection decided in the gateway, before the record's lock (scope, identity, evidence): one statement. */

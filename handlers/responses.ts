@@ -183,6 +183,9 @@ export const historyRow = v.strictObject({
 export const historyResponse = v.strictObject({
   record,
   history: v.array(historyRow),
+  truncated_before: v.optional(
+    v.pipe(v.string(), v.isoTimestamp(), d("Class history retention purged rows of this record up to this time: the page reaches where rows may be missing (the record's class `history`).")),
+  ),
   next_before: v.optional(v.pipe(v.string(), d('Older rows remain: send this as before.'))),
 });
 

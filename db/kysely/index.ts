@@ -178,6 +178,10 @@ export class PgDb implements Db, SweepDb, ChangeLog {
     return this.guard(() => sweep.purgeExpired(this.kysely, limit));
   }
 
+  historyTruncation(cls: string, rid: string) {
+    return this.guard(() => sweep.historyTruncation(this.kysely, cls, rid));
+  }
+
   purgeHistory(cls: string, walk: RetentionWalk, rules: RetentionRules, limit: number) {
     return this.guard(() => sweep.purgeHistoryBatch(this.kysely, cls, walk, rules, limit));
   }

@@ -206,11 +206,12 @@ export async function purgeHistoryBatch(
         for update skip locked
       ), del as (
         delete from history h using cand c where h.id = c.id and not kslate_history_kept(h)
-        returning h.rid, h.created_at
+        returning h.id, h.rid, h.created_at
       ), mark as (
-        insert into history_purged as p (class, rid, before)
-        select ${cls}, rid, max(created_at) from del group by rid
-        on conflict (class, rid) do update set before = greatest(p.before, excluded.before)
+        insert into history_purged as p (class, rid, before, before_id)
+        select ${cls}, rid, max(created_at), max(id) from del group by rid
+        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
+                                               before_id = greatest(p.before_id, excluded.before_id)
       ), last as (select created_at, id from cand order by created_at desc, id desc limit 1)
       select (select count(*) from cand)::int as scanned, (select count(*) from del)::int as purged,
              (select created_at::text from last) as last_at, (select id from last) as last_id`.execute(db);
@@ -239,11 +240,12 @@ export async function purgeHistoryBatch(
           limit ${limit}) x
         limit ${limit}
       ), del as (
-        delete from history h where h.id in (select id from doomed) returning h.rid, h.created_at
+        delete from history h where h.id in (select id from doomed) returning h.id, h.rid, h.created_at
       ), mark as (
-        insert into history_purged as p (class, rid, before)
-        select ${cls}, rid, max(created_at) from del group by rid
-        on conflict (class, rid) do update set before = greatest(p.before, excluded.before)
+        insert into history_purged as p (class, rid, before, before_id)
+        select ${cls}, rid, max(created_at), max(id) from del group by rid
+        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
+                                               before_id = greatest(p.before_id, excluded.before_id)
       ), last as (select created_at, id from scan order by created_at desc, id desc limit 1)
       select (select count(*) from scan)::int as scanned, (select count(*) from del)::int as purged,
              (select created_at::text from last) as last_at, (select id from last) as last_id`.execute(db);
@@ -265,4 +267,12 @@ export async function oldestHistory(db: Kysely<Database>, classes: string[]): Pr
     select c as class, (select min(h.created_at) from history h where h.class = c) as at
     from unnest(${classes}::text[]) as c`.execute(db);
   return new Map(res.rows.filter((r) => r.at !== null).map((r) => [r.class, r.at!]));
+}
+
+/** Where a record's history was cut by retention (migration 0013): the newest time and greatest seq purged. */
+export async function historyTruncation(db: Kysely<Database>, cls: string, rid: string): Promise<{ before: Date; beforeSeq: number } | null> {
+  const res = await sql<{ before: Date; before_id: number }>`
+    select before, before_id from history_purged where class = ${cls} and rid = ${rid}`.execute(db);
+  const r = res.rows[0];
+  return r ? { before: r.before, beforeSeq: Number(r.before_id) } : null;
 }

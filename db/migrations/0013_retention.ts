@@ -15,9 +15,9 @@
  *   for the age rules, the history id for the per-field pass) and the class's `history` spec
  *   the walk was made under; a changed spec restarts the walk, so a class change applies to
  *   existing rows on the next sweep.
- * - `history_purged`: per record, the newest `created_at` among its purged rows. A history
- *   page whose oldest row is at or before it says `truncated_before` (readers see the
- *   boundary, never a silent gap).
+ * - `history_purged`: per record, the newest `created_at` and the greatest id among its purged
+ *   rows. A history page that reaches below that id, or is the last page, says
+ *   `truncated_before` (readers see the boundary, never a silent gap).
  * - `records.expires_at`: a record's own expiry (`ttl_seconds` on a write), set or extended
  *   by `kslate_extend_expiry` inside the write statement; the class `ttl` stays the default
  *   for records without one. `records_expires` lets the sweep find due records directly.
@@ -45,6 +45,7 @@ create table history_purged (
   class text not null,
   rid text not null,
   before timestamptz not null,
+  before_id bigint not null,
   primary key (class, rid)
 );
 

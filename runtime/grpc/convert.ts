@@ -263,5 +263,5 @@ export function historyEntryMsg(r: Obj): HistoryEntry {
 
 export function historyResultMsg({ body }: Outcome): HistoryResult {
   const rows = Array.isArray(body.history) ? (body.history as Obj[]) : [];
-  return { record: str(body.record), history: rows.map(historyEntryMsg), ...optional('next_before', body.next_before) };
+  return { record: str(body.record), history: rows.map(historyEntryMsg), ...optional('next_before', body.next_before), ...optional('truncated_before', body.truncated_before) };
 }
