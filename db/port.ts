@@ -76,6 +76,10 @@ export interface RecordRow {
   rid: string;
   record_version: number;
   created_at: Date;
+  /** The record's own expiry (ttl_seconds, migration 0013); null when it has none. */
+  expires_at?: Date | null;
+  /** Its last applied write (the class ttl counts from it). */
+  last_write_at?: Date;
   fields: FieldRow[];
   /** The `fields` object as JSON text (ReadRecordOptions.rendered); `fields` is then empty. */
   fieldsText?: string;
@@ -157,6 +161,8 @@ export interface WriteRequest {
   premises: readonly StoredPremise[];
   /** The resolve gate: roles that must have saved a checkpoint on the record; null when the write is not gated. */
   requiredCheckpoints: readonly string[] | null;
+  /** Set or extend the record's expiry to this many seconds after the write (issue 37); null leaves it. */
+  ttl_seconds?: number | null;
 }
 
 /** A premise that moved (STALE_PREMISE), as its error body lists it. */
@@ -174,7 +180,7 @@ export interface MovedPremise {
  * field when the lock was taken.
  */
 export type WriteResult =
-  | { outcome: 'applied'; version: number; record_version: number; created: boolean }
+  | { outcome: 'applied'; version: number; record_version: number; created: boolean; expires_at?: Date | null }
   | {
       outcome: 'stale';
       current_version: number;
@@ -388,6 +394,8 @@ export interface SweepDb {
    * its fields and checkpoints go, its history and entries are queued for the purge.
    */
   expireRecords(cls: string, ttlSeconds: number, limit: number): Promise<number>;
+  /** As expireRecords, for records of any class whose own expiry (ttl_seconds) has passed. */
+  expireDueRecords(limit: number): Promise<number>;
   /** Purge at most `limit` history rows and `limit` entries of expired records; `more` when some remain. */
   purgeExpired(limit: number): Promise<{ historyRows: number; entries: number; finished: number; more: boolean }>;
   /** Flag up to `limit` task fields whose lease expired unreclaimed as lapsed; returns how many. */

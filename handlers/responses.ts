@@ -109,6 +109,7 @@ export const classResponse = v.strictObject({
 
 export const getResponse = v.strictObject({
   ...recordView.entries,
+  expires_at: v.optional(v.pipe(timestamp, d("When the record expires: its own expiry (ttl_seconds) or its last write plus the class ttl; absent when never."))),
   omitted_fields: v.optional(v.pipe(v.array(v.string()), d('Fields that did not fit in the response (about 16 MiB); read them with fields=.'))),
 });
 
@@ -118,9 +119,10 @@ export const queryResponse = v.strictObject({
   next_after: v.optional(v.pipe(v.string(), d('More records remain: send this as after.'))),
 });
 
-export const putResponse = v.strictObject({ record, field, version, record_version: recordVersion });
+const expiresAt = v.optional(v.pipe(timestamp, d('When the record expires, after this write set or extended it (ttl_seconds).')));
+export const putResponse = v.strictObject({ record, field, version, record_version: recordVersion, expires_at: expiresAt });
 
-export const appendResponse = v.strictObject({ record, field, seq: count, record_version: recordVersion });
+export const appendResponse = v.strictObject({ record, field, seq: count, record_version: recordVersion, expires_at: expiresAt });
 
 export const claimResponse = v.strictObject({
   record,

@@ -167,6 +167,14 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
           if (!inBudget()) expired.more = true;
         }
       }
+      // Records whose own expiry (ttl_seconds) passed, in any class.
+      for (let first = true; first || inBudget(); first = false) {
+        if (stopped()) break;
+        const n = await db.expireDueRecords(EXPIRE_BATCH);
+        expired.records += n;
+        if (n < EXPIRE_BATCH) break;
+        if (!inBudget()) expired.more = true;
+      }
       for (let first = true; first || inBudget(); first = false) {
         if (stopped()) break;
         const p = await db.purgeExpired(PURGE_BATCH);

@@ -174,6 +174,10 @@ export class PgDb implements Db, SweepDb, ChangeLog {
     return this.guard(() => sweep.expireRecords(this.kysely, cls, ttlSeconds, limit));
   }
 
+  expireDueRecords(limit: number) {
+    return this.guard(() => sweep.expireRecords(this.kysely, '', null, limit));
+  }
+
   purgeExpired(limit: number) {
     return this.guard(() => sweep.purgeExpired(this.kysely, limit));
   }

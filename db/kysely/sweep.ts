@@ -34,16 +34,24 @@ export async function releaseLease(db: Kysely<Database>, name: string, holder: s
   await db.deleteFrom('sweep_lease').where('name', '=', name).where('holder', '=', holder).execute();
 }
 
-export async function expireRecords(db: Kysely<Database>, cls: string, ttlSeconds: number, limit: number): Promise<number> {
+export async function expireRecords(db: Kysely<Database>, cls: string, ttlSeconds: number | null, limit: number): Promise<number> {
   // One statement, so one transaction: a record is either wholly live or wholly gone to
   // every reader. SKIP LOCKED passes over a record a writer holds (its write renews it);
   // a record renewed after this statement's snapshot is re-checked under the lock
   // (READ COMMITTED re-evaluates the condition on the newest row version) and kept.
+  // ttlSeconds null: the records whose own expiry (ttl_seconds, migration 0013) has passed,
+  // whatever their class, by records_expires. A record with its own expiry is not expired
+  // by its class ttl: the class ttl is the default for the others.
+  const due =
+    ttlSeconds === null
+      ? sql`r.expires_at <= now()`
+      : sql`r.class = ${cls} and r.expires_at is null and r.last_write_at < now() - make_interval(secs => ${ttlSeconds})`;
+  const order = ttlSeconds === null ? sql`r.expires_at` : sql`r.last_write_at`;
   const res = await sql<{ n: number }>`
     with doomed as (
       select r.id, r.class, r.rid from records r
-      where r.class = ${cls} and r.last_write_at < now() - make_interval(secs => ${ttlSeconds})
-      order by r.last_write_at
+      where ${due}
+      order by ${order}
       limit ${limit}
       for update skip locked
     ), queued as (

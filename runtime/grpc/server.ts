@@ -247,6 +247,7 @@ export async function startGrpc(
                 ...(msg.evidence !== undefined ? { evidence: msg.evidence } : {}),
                 ...premises(msg.based_on, msg.declare_no_premises),
                 ...(msg.invocation !== null ? { invocation: structToJson(msg.invocation!, 'invocation') } : {}),
+                ...(msg.ttl_seconds !== undefined ? { ttl_seconds: Number(msg.ttl_seconds) } : {}),
               })),
         };
       },
@@ -265,6 +266,7 @@ export async function startGrpc(
                 ...(msg.evidence !== '' ? { evidence: msg.evidence } : {}),
                 ...premises(msg.based_on, msg.declare_no_premises),
                 ...(msg.invocation !== null ? { invocation: structToJson(msg.invocation!, 'invocation') } : {}),
+                ...(msg.ttl_seconds !== undefined ? { ttl_seconds: Number(msg.ttl_seconds) } : {}),
               })),
         };
       },
