@@ -9,14 +9,14 @@
  */
 import type { Context, Hono } from 'hono';
 import type { JSX } from 'hono/jsx/jsx-runtime';
-import { subjectMatches } from '../../handlers/class-registry.js';
-import { SvcError } from '../../handlers/errors.js';
-import { asSvcError, operations, type Operation } from '../../handlers/index.js';
-import { watchOperations } from '../../handlers/watch.js';
-import { authenticateRequest, runRequest, type AppServices, type RequestResult } from '../request.js';
-import { readBody } from '../http/body.js';
-import { requestMeta, type AppEnv, type PeerAddress } from '../http/env.js';
-import { serveWatch } from '../http/watch-sse.js';
+import { subjectMatches } from '../../../handlers/class-registry.js';
+import { SvcError } from '../../../handlers/errors.js';
+import { asSvcError, operations, type Operation } from '../../../handlers/index.js';
+import { watchOperations } from '../../../handlers/watch.js';
+import { authenticateRequest, runRequest, type AppServices, type RequestResult } from '../../request.js';
+import { readBody } from '../body.js';
+import { requestMeta, type AppEnv, type PeerAddress } from '../env.js';
+import { serveWatch } from '../watch-sse.js';
 import { ASSETS } from './assets.js';
 import {
   UI_PATH,
@@ -204,14 +204,14 @@ async function call<I>(c: C, s: AppServices, peer: PeerAddress, op: Operation<I>
   try {
     const session = s.budget.isExhausted(meta.address) ? ({ kind: 'none' } as const) : await currentSession(c, s);
     if (session.kind === 'ended') {
-      r = { ok: false, error: await sessionEnded(s, meta.address) };
+      r = { ok: false, error: await sessionEnded(s, meta.address), lsn: null };
     } else {
       const authorization = session.kind === 'live' ? `Bearer ${session.credential}` : undefined;
       r = await runRequest(s, { ...meta, authorization, scope: undefined }, op, () => input);
       if (session.kind === 'live' && !r.ok && r.error.code === 'UNAUTHENTICATED') await forgetSession(c, s);
     }
   } catch (e) {
-    r = { ok: false, error: asSvcError(e, { log: s.log, requestId: meta.requestId }) };
+    r = { ok: false, error: asSvcError(e, { log: s.log, requestId: meta.requestId }), lsn: null };
   }
   if (r.identity) c.set('author', r.identity.author);
   if (!r.ok) c.set('errorCode', r.error.code);
