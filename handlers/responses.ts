@@ -5,7 +5,7 @@
  * key a handler adds without saying so here fails a test. Pure: valibot only.
  */
 import * as v from 'valibot';
-import { CheckpointSchema, FieldSchema, RoleSchema, StrengthSchema } from './class-schema.js';
+import { CheckpointSchema, FieldSchema, HistorySchema, RoleSchema, StrengthSchema } from './class-schema.js';
 import type { ErrorCode } from './errors.js';
 
 const d = v.description;
@@ -100,6 +100,8 @@ export const classResponse = v.strictObject({
   fields: v.record(v.string(), FieldSchema),
   roles: v.record(v.string(), RoleSchema),
   ttl: v.nullable(v.string()),
+  maxTtl: v.pipe(v.nullable(v.string()), d('The longest ttl_seconds a write may give a record; null: up to 3650d.')),
+  history: v.pipe(HistorySchema, d('History retention: which rows the sweep purges ({} keeps every row).')),
   checkpoint: CheckpointSchema,
   idPattern: v.nullable(v.string()),
   minIdentityStrength: StrengthSchema,
