@@ -294,7 +294,7 @@ function summary(r: SweepReport): string {
         (r.expired.more ? ', more next sweep' : ''),
     );
   }
-  if (r.retention) {
+  if (r.retention && r.retention.purged.size > 0) {
     const n = [...r.retention.purged.values()].reduce((a, b) => a + b, 0);
     parts.push(`retention purged ${n} history rows${r.retention.more ? ', more next sweep' : ''}`);
   }
