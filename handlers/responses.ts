@@ -5,7 +5,7 @@
  * key a handler adds without saying so here fails a test. Pure: valibot only.
  */
 import * as v from 'valibot';
-import { CheckpointSchema, FieldSchema, RoleSchema, StrengthSchema } from './class-schema.js';
+import { CheckpointSchema, FieldSchema, HistorySchema, RoleSchema, StrengthSchema } from './class-schema.js';
 import type { ErrorCode } from './errors.js';
 
 const d = v.description;
@@ -100,6 +100,8 @@ export const classResponse = v.strictObject({
   fields: v.record(v.string(), FieldSchema),
   roles: v.record(v.string(), RoleSchema),
   ttl: v.nullable(v.string()),
+  maxTtl: v.pipe(v.nullable(v.string()), d('The longest ttl_seconds a write may give a record; null: up to 3650d.')),
+  history: v.pipe(HistorySchema, d('History retention: which rows the sweep purges ({} keeps every row).')),
   checkpoint: CheckpointSchema,
   idPattern: v.nullable(v.string()),
   minIdentityStrength: StrengthSchema,
@@ -109,6 +111,7 @@ export const classResponse = v.strictObject({
 
 export const getResponse = v.strictObject({
   ...recordView.entries,
+  expires_at: v.optional(v.pipe(timestamp, d("When the record expires: its own expiry (ttl_seconds) or its last write plus the class ttl; absent when never."))),
   omitted_fields: v.optional(v.pipe(v.array(v.string()), d('Fields that did not fit in the response (about 16 MiB); read them with fields=.'))),
 });
 
@@ -118,9 +121,10 @@ export const queryResponse = v.strictObject({
   next_after: v.optional(v.pipe(v.string(), d('More records remain: send this as after.'))),
 });
 
-export const putResponse = v.strictObject({ record, field, version, record_version: recordVersion });
+const expiresAt = v.optional(v.pipe(timestamp, d('When the record expires, after this write set or extended it (ttl_seconds).')));
+export const putResponse = v.strictObject({ record, field, version, record_version: recordVersion, expires_at: expiresAt });
 
-export const appendResponse = v.strictObject({ record, field, seq: count, record_version: recordVersion });
+export const appendResponse = v.strictObject({ record, field, seq: count, record_version: recordVersion, expires_at: expiresAt });
 
 export const claimResponse = v.strictObject({
   record,
@@ -215,6 +219,9 @@ export const historyRow = v.strictObject({
 export const historyResponse = v.strictObject({
   record,
   history: v.array(historyRow),
+  truncated_before: v.optional(
+    v.pipe(v.string(), v.isoTimestamp(), d("Class history retention purged rows of this record up to this time: the page reaches where rows may be missing (the record's class `history`).")),
+  ),
   next_before: v.optional(v.pipe(v.string(), d('Older rows remain: send this as before.'))),
 });
 

@@ -13,6 +13,8 @@ export interface Config {
   replicaMaxLagMs: number;
   /** A read with X-Kslate-Min-Lsn waits at most this long for a standby to replay it, then reads the primary. */
   replicaWaitMs: number;
+  /** Whether writes read their WAL position for X-Kslate-Lsn (one more round trip): auto = when standbys are given. */
+  writeLsn: 'auto' | 'on' | 'off';
   listenHost: string;
   listenPort: number;
   grpcPort: number;
@@ -106,6 +108,11 @@ export const FLAGS: Record<string, FlagSpec> = {
     env: 'KSLATE_REPLICA_WAIT',
     help: 'a read with X-Kslate-Min-Lsn waits at most this long for a standby to replay it, then reads from the primary',
     default: '50ms',
+  },
+  'write-lsn': {
+    env: 'KSLATE_WRITE_LSN',
+    help: 'answer every write with X-Kslate-Lsn, its read-your-writes token (one more database round trip per write): auto (when --database-replica-url is given), on, off',
+    default: 'auto',
   },
   listen: { env: 'KSLATE_LISTEN', help: 'HTTP/JSON and MCP address host:port', default: '127.0.0.1:8080' },
   'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
@@ -381,11 +388,16 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       );
     }
   }
+  const writeLsn = raw('write-lsn') ?? 'auto';
+  if (writeLsn !== 'auto' && writeLsn !== 'on' && writeLsn !== 'off') {
+    throw new ConfigError(`--write-lsn (KSLATE_WRITE_LSN) must be auto, on or off; got "${writeLsn}".`);
+  }
   return {
     databaseUrl: raw('database-url') || undefined,
     databaseReplicaUrls,
     replicaMaxLagMs: duration('replica-max-lag', '1s or 500ms'),
     replicaWaitMs: duration('replica-wait', '50ms'),
+    writeLsn,
     listenHost: m[1].replace(/^\[(.*)\]$/, '$1'),
     listenPort,
     grpcPort: int('grpc-port', 0, 65535),

@@ -27,12 +27,20 @@ export function createWorkerMetrics(): WorkerMetrics {
   const refused = gauge('svc_classes_refused', 'Class manifests (SharedContext objects) the last class reconcile refused: invalid, a duplicate name or a kind change. The worker log (once per change) and the Accepted condition say why.');
   const sweeps = counter('svc_sweeps_total', 'Sweeps that ran, by outcome (ok: every step succeeded; failed: a step failed). A refused manifest is svc_classes_refused, not a failure.', ['outcome']);
   const expired = counter('svc_records_expired_total', 'Records deleted by TTL expiry.');
+  const purged = counter('svc_history_purged_total', 'History rows purged by the class history retention (spec.history), per class.', ['class']);
+  const oldest = gauge('svc_history_oldest_row_age_seconds', 'Age of the oldest retained history row, per class (classes with history only).', ['class']);
+  let knownClasses = new Set<string>();
   for (const o of ['ok', 'failed']) sweeps.inc({ outcome: o }, 0);
   return {
     registry,
     setGauges(g, classes) {
       const known = new Set(classes.map((c) => c.name));
+      knownClasses = known;
       records.reset();
+      oldest.reset();
+      for (const [cls, at] of g.oldestHistory ?? []) {
+        if (known.has(cls)) oldest.set({ class: cls }, Math.max(0, (Date.now() - at.getTime()) / 1000));
+      }
       history.reset();
       wroteNothing.reset();
       for (const [cls, n] of g.records) if (known.has(cls)) records.set({ class: cls }, n);
@@ -50,6 +58,8 @@ export function createWorkerMetrics(): WorkerMetrics {
       sweeps.inc({ outcome: r.ok ? 'ok' : 'failed' });
       if (r.ok) lastSuccess.set(Date.now() / 1000);
       if (r.expired) expired.inc(r.expired.records);
+      // Label values only from the class table: a class unknown to the last gauges is left out.
+      for (const [cls, n] of r.retention?.purged ?? []) if (knownClasses.has(cls) || knownClasses.size === 0) purged.inc({ class: cls }, n);
       if (r.classes) refused.set(r.classes.refusedCount);
     },
   };

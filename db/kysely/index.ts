@@ -28,6 +28,8 @@ import type {
   NewConsoleSession,
   QueryFilter,
   ReadRecordOptions,
+  RetentionRules,
+  RetentionWalk,
   RoleSubjects,
   SweepDb,
   WriteRequest,
@@ -65,6 +67,12 @@ export class PgDb implements Db, SweepDb, ChangeLog {
   private router: ReadRouter<PgDb> | null = null;
   /** Set on a session only (session()). */
   private readonly req: RequestState | null = null;
+  /**
+   * Whether a session's writes read their WAL position (one more round trip each): 'auto'
+   * reads it when standbys are given (useReplicas), the only case where this gateway's own
+   * reads use the token; 'on' for a fleet whose other gateways have standbys.
+   */
+  writeLsn: 'auto' | 'on' | 'off' = 'auto';
 
   constructor(
     readonly pool: pg.Pool,
@@ -128,7 +136,8 @@ export class PgDb implements Db, SweepDb, ChangeLog {
   /** A write on the primary; in a session, followed by the WAL position on the same connection. */
   private write<T>(fn: (s: Statements) => Promise<T>): Promise<T> {
     const req = this.req;
-    if (req === null) return this.guard(() => fn(this.conn));
+    const wanted = this.writeLsn === 'on' || (this.writeLsn === 'auto' && this.router !== null);
+    if (req === null || !wanted) return this.guard(() => fn(this.conn));
     return this.guard(async () => {
       const { value, lsn } = await this.conn.thenLsn(fn);
       const n = lsn === null ? null : parseLsn(lsn);
@@ -299,8 +308,20 @@ export class PgDb implements Db, SweepDb, ChangeLog {
     return this.guard(() => sweep.expireRecords(this.kysely, cls, ttlSeconds, limit));
   }
 
+  expireDueRecords(limit: number) {
+    return this.guard(() => sweep.expireRecords(this.kysely, '', null, limit));
+  }
+
   purgeExpired(limit: number) {
     return this.guard(() => sweep.purgeExpired(this.kysely, limit));
+  }
+
+  historyTruncation(cls: string, rid: string) {
+    return this.guard(() => sweep.historyTruncation(this.kysely, cls, rid));
+  }
+
+  purgeHistory(cls: string, walk: RetentionWalk, rules: RetentionRules, limit: number) {
+    return this.guard(() => sweep.purgeHistoryBatch(this.kysely, cls, walk, rules, limit));
   }
 
   flagLapsedLeases(limit: number) {

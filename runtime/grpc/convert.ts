@@ -187,15 +187,15 @@ export function recordMsg(r: Obj): RecordMsg {
     Object.defineProperty(fields, name, { value: fieldMsg(f as Obj), enumerable: true, writable: true, configurable: true });
   }
   const omitted = Array.isArray(r.omitted_fields) ? (r.omitted_fields as unknown[]).filter((n): n is string => typeof n === 'string') : [];
-  return { record: str(r.record) ?? '', record_version: num(r.record_version), fields, omitted_fields: omitted };
+  return { record: str(r.record) ?? '', record_version: num(r.record_version), fields, omitted_fields: omitted, ...optional('expires_at', r.expires_at) };
 }
 
 export function writeResultMsg({ created, body }: Outcome): WriteResult {
-  return { record: str(body.record), field: str(body.field), version: num(body.version), record_version: num(body.record_version), created: created === true };
+  return { record: str(body.record), field: str(body.field), version: num(body.version), record_version: num(body.record_version), created: created === true, ...optional('expires_at', body.expires_at) };
 }
 
 export function appendResultMsg({ created, body }: Outcome): AppendResult {
-  return { record: str(body.record), field: str(body.field), seq: num(body.seq), record_version: num(body.record_version), created: created === true };
+  return { record: str(body.record), field: str(body.field), seq: num(body.seq), record_version: num(body.record_version), created: created === true, ...optional('expires_at', body.expires_at) };
 }
 
 export function claimResultMsg({ created, body }: Outcome): ClaimResult {
@@ -283,5 +283,5 @@ export function historyEntryMsg(r: Obj): HistoryEntry {
 
 export function historyResultMsg({ body }: Outcome): HistoryResult {
   const rows = Array.isArray(body.history) ? (body.history as Obj[]) : [];
-  return { record: str(body.record), history: rows.map(historyEntryMsg), ...optional('next_before', body.next_before) };
+  return { record: str(body.record), history: rows.map(historyEntryMsg), ...optional('next_before', body.next_before), ...optional('truncated_before', body.truncated_before) };
 }

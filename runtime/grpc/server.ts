@@ -254,6 +254,7 @@ export async function startGrpc(
           expected_version: msg.expected_version,
           ...(msg.evidence !== undefined ? { evidence: msg.evidence } : {}),
           ...premises(msg.based_on, msg.declare_no_premises),
+          ...(msg.ttl_seconds !== undefined ? { ttl_seconds: Number(msg.ttl_seconds) } : {}),
         })),
       writeResultMsg,
     ),
@@ -264,6 +265,7 @@ export async function startGrpc(
           // "" is unset in proto3; either way append answers EVIDENCE_REQUIRED at its step.
           ...(msg.evidence !== '' ? { evidence: msg.evidence } : {}),
           ...premises(msg.based_on, msg.declare_no_premises),
+          ...(msg.ttl_seconds !== undefined ? { ttl_seconds: Number(msg.ttl_seconds) } : {}),
         })),
       appendResultMsg,
     ),

@@ -114,8 +114,8 @@ describe('tools/list', () => {
     }
     const props = (name: string) => Object.keys(byName[name].inputSchema.properties ?? {}).sort();
     expect(props('svc_get')).toEqual(['entries_before', 'entries_limit', 'fields', 'min_lsn', 'record']);
-    expect(props('svc_put')).toEqual(['based_on', 'evidence', 'expected_version', 'field', 'invocation', 'record', 'value']);
-    expect(props('svc_append')).toEqual(['based_on', 'entry', 'evidence', 'field', 'invocation', 'record']);
+    expect(props('svc_put')).toEqual(['based_on', 'evidence', 'expected_version', 'field', 'invocation', 'record', 'ttl_seconds', 'value']);
+    expect(props('svc_append')).toEqual(['based_on', 'entry', 'evidence', 'field', 'invocation', 'record', 'ttl_seconds']);
     expect(props('svc_claim')).toEqual(['field', 'invocation', 'lease_seconds', 'record', 'renew']);
     expect(props('svc_checkpoint')).toEqual(['action', 'document', 'min_lsn', 'record', 'role']);
     expect(props('svc_query')).toEqual(['after', 'class', 'filters', 'limit', 'min_lsn']);

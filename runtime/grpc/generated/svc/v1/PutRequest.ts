@@ -14,7 +14,9 @@ export interface PutRequest {
   'based_on'?: (_svc_v1_Premise)[];
   'declare_no_premises'?: (boolean);
   'invocation'?: (_google_protobuf_Struct | null);
+  'ttl_seconds'?: (number | string | Long);
   '_evidence'?: "evidence";
+  '_ttl_seconds'?: "ttl_seconds";
 }
 
 export interface PutRequest__Output {
@@ -26,5 +28,7 @@ export interface PutRequest__Output {
   'based_on': (_svc_v1_Premise__Output)[];
   'declare_no_premises': (boolean);
   'invocation': (_google_protobuf_Struct__Output | null);
+  'ttl_seconds'?: (number);
   '_evidence'?: "evidence";
+  '_ttl_seconds'?: "ttl_seconds";
 }

@@ -8,6 +8,8 @@ export interface WriteResult {
   'version'?: (number | string | Long);
   'record_version'?: (number | string | Long);
   'created'?: (boolean);
+  'expires_at'?: (string);
+  '_expires_at'?: "expires_at";
 }
 
 export interface WriteResult__Output {
@@ -16,4 +18,6 @@ export interface WriteResult__Output {
   'version': (number);
   'record_version': (number);
   'created': (boolean);
+  'expires_at'?: (string);
+  '_expires_at'?: "expires_at";
 }
