@@ -19,6 +19,7 @@ import { query, queryParams, QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, type QueryInp
 import type { McpSurface } from './types.js';
 import { UNKNOWN_LABEL, type Outcome } from './pipeline.js';
 import type { RawBody } from './body.js';
+import { writeOnce } from './write-once.js';
 
 export type Handler<I> = (ctx: Ctx, input: I) => Promise<Outcome>;
 
@@ -305,10 +306,12 @@ export async function invoke<I>(
 ): Promise<Outcome> {
   const started = performance.now();
   try {
-    return await op.handler(ctx, input);
+    // Every write goes through its idempotency key and dry run here, on every transport.
+    return op.write ? await writeOnce(op.name, ctx, input, (c) => op.handler(c, input)) : await op.handler(ctx, input);
   } catch (e) {
     const err = asSvcError(e, ctx);
-    if (err.code !== 'INTERNAL' && err.code !== 'UNAVAILABLE') {
+    // A replayed or dry-run rejection was not a new rejection.
+    if (err.code !== 'INTERNAL' && err.code !== 'UNAVAILABLE' && !err.replayed && !err.dryRun) {
       // Labels are names the pipeline verified (class, field, roles of the registry), else fixed
       // values, so no request can mint a series (svc_rejections_total once grew to 1.4 GB).
       ctx.metrics.rejection(

@@ -522,6 +522,8 @@ const ERROR_NOTES: Record<ErrorCode, string> = {
   INTERNAL: 'a fault; quote request_id to the operator.',
   UNAVAILABLE: 'the database is unreachable, slow (--db-timeout) or being migrated, or an identity provider cannot judge right now; retry.',
   METHOD_NOT_ALLOWED: 'the path takes other methods (Allow).',
+  IDEMPOTENCY_KEY_REUSED: 'the Idempotency-Key was used for a different request (operation, record, field or body); use a fresh key.',
+  IDEMPOTENCY_KEY_IN_USE: 'a request with this Idempotency-Key is still running; retry with the same key after Retry-After.',
   EXPIRED: 'the class watch cursor is older than the retained window (--watch-retention); oldest is the oldest cursor still available.',
 };
 

@@ -15,6 +15,7 @@ import { asSvcError, invoke, type Operation } from '../handlers/index.js';
 import type { Outcome } from '../handlers/pipeline.js';
 import type { Identity, IdentityProvider } from '../handlers/types.js';
 import type { WatchFeed } from '../handlers/watch-feed.js';
+import type { WriteOptions } from '../handlers/write-once.js';
 import { credentialExpiry } from './identity/expiry.js';
 import { authenticate } from './identity/index.js';
 
@@ -35,6 +36,8 @@ export interface AppServices {
   newId(): string;
   /** The process's change hub for watch streams; absent on runtimes without a long-lived process. */
   watch?: WatchFeed;
+  /** How long a write's answer is kept under its idempotency key (`--idempotency-ttl`); default 24 h. */
+  idempotencyTtlSeconds?: number;
 }
 
 /** What a transport read off the request before decoding its input. */
@@ -44,6 +47,8 @@ export interface RequestMeta {
   authorization: string | undefined;
   scope: string | undefined;
   requestId: string;
+  /** A write's idempotency key and dry-run flag (handlers/write-once.ts). */
+  write?: WriteOptions;
 }
 
 /**
@@ -131,8 +136,17 @@ function rateLimited(s: AppServices): SvcError {
 }
 
 /** The per-request context handed to handlers. */
-export function makeCtx(s: AppServices, identity: Identity, scope: string | undefined, requestId: string = s.newId(), credential?: Credential): Ctx {
+export function makeCtx(
+  s: AppServices,
+  identity: Identity,
+  scope: string | undefined,
+  requestId: string = s.newId(),
+  credential?: Credential,
+  write?: WriteOptions,
+): Ctx {
   return {
+    ...(write ? { writeOptions: write } : {}),
+    ...(s.idempotencyTtlSeconds !== undefined ? { idempotencyTtlSeconds: s.idempotencyTtlSeconds } : {}),
     identity,
     scope,
     requestId,
@@ -182,7 +196,7 @@ export async function runRequest<I>(
   try {
     identity = await authenticateRequest(s, meta.address, meta.authorization);
     const input = await decode();
-    const ctx = makeCtx(s, identity, meta.scope, meta.requestId, s.watch ? credentialOf(s, meta.authorization, identity) : undefined);
+    const ctx = makeCtx(s, identity, meta.scope, meta.requestId, s.watch ? credentialOf(s, meta.authorization, identity) : undefined, meta.write);
     const out = await invoke(op, ctx, input, opts);
     return { ok: true, identity, out };
   } catch (e) {

@@ -19,6 +19,8 @@ import type {
   ClassUpsert,
   Db,
   HistoryInsert,
+  IdempotencyAnswer,
+  TxDb,
   HistoryMark,
   LogPosition,
   NewConsoleSession,
@@ -33,6 +35,7 @@ import * as changeLog from './change-log.js';
 import * as classes from './classes.js';
 import { Conn } from './conn.js';
 import * as history from './history.js';
+import * as idempotency from './idempotency.js';
 import * as query from './query.js';
 import * as readSets from './read-sets.js';
 import * as record from './record.js';
@@ -46,7 +49,7 @@ export { queryRecordsStatement } from './query.js';
 export { CLAIM, WRITE } from './writes.js';
 export type { Database } from './schema.js';
 
-export class PgDb implements Db, SweepDb, ChangeLog {
+export class PgDb implements TxDb, SweepDb, ChangeLog {
   private readonly conn: Conn;
 
   constructor(
@@ -90,6 +93,48 @@ export class PgDb implements Db, SweepDb, ChangeLog {
 
   recordOrHistoryExists(cls: string, rid: string) {
     return this.guard(() => history.recordOrHistoryExists(this.kysely, cls, rid));
+  }
+
+  // ---- transactions and idempotency keys (migration 0011, issue 33) ---------------------
+
+  async transaction<T>(fn: (tx: TxDb) => Promise<T>, opts: { rollback?: boolean } = {}): Promise<T> {
+    const client = await this.guard(() => this.pool.connect());
+    let done = false;
+    let broken: Error | undefined;
+    try {
+      await this.guard(() => client.query('begin'));
+      const out = await fn(new PgDb(onClient(client), this.onSchemaMissing));
+      await this.guard(() => client.query(opts.rollback ? 'rollback' : 'commit'));
+      done = true;
+      return out;
+    } catch (e) {
+      if (!done) {
+        try {
+          await client.query('rollback');
+        } catch (r) {
+          broken = r instanceof Error ? r : new Error(String(r));
+        }
+      }
+      throw e;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  takeIdempotencyKey(author: string, key: string, digest: string) {
+    return this.guard(() => idempotency.takeIdempotencyKey(this.conn, author, key, digest));
+  }
+
+  storeIdempotencyKey(a: IdempotencyAnswer) {
+    return this.guard(() => idempotency.storeIdempotencyKey(this.conn, a));
+  }
+
+  purgeIdempotencyKeys(limit: number) {
+    return this.guard(() => idempotency.purgeIdempotencyKeys(this.kysely, limit));
+  }
+
+  countIdempotencyKeys() {
+    return this.guard(() => idempotency.countIdempotencyKeys(this.kysely));
   }
 
   // ---- writes --------------------------------------------------------------------------
@@ -201,4 +246,13 @@ export class PgDb implements Db, SweepDb, ChangeLog {
   purgeConsoleSessions(limit: number) {
     return this.guard(() => sessions.purgeConsoleSessions(this.kysely, limit));
   }
+}
+
+/**
+ * One checked-out connection seen as a pool (what Conn and Kysely take): every statement of a
+ * transaction goes to it, and releasing it is left to `PgDb.transaction`.
+ */
+function onClient(client: pg.PoolClient): pg.Pool {
+  const borrowed = { query: client.query.bind(client), release() {} };
+  return { query: client.query.bind(client), connect: async () => borrowed, end: async () => {} } as unknown as pg.Pool;
 }
