@@ -368,6 +368,8 @@ export interface WorkerGauges {
   leasesLapsed: number;
   /** `class/role` → live records of the class on which no identity of the role wrote. */
   roleWroteNothing: Map<string, number>;
+  /** Idempotency keys stored (issue 33), expired ones awaiting the purge included. */
+  idempotencyKeys?: number;
 }
 
 /** A role as the gauge needs it: who belongs (subjects, `ns/*` wildcards included). */

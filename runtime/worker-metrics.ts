@@ -29,6 +29,11 @@ export function createWorkerMetrics(): WorkerMetrics {
     labelNames: ['class', 'role'],
     registers: [registry],
   });
+  const keys = new Gauge({
+    name: 'svc_idempotency_keys',
+    help: 'Idempotency keys stored with their answers (issue 33), expired ones awaiting the sweep included.',
+    registers: [registry],
+  });
   const duration = new Gauge({
     name: 'svc_sweep_duration_seconds',
     help: 'How long the last sweep that ran took.',
@@ -67,6 +72,7 @@ export function createWorkerMetrics(): WorkerMetrics {
         if (known.has(cls)) wroteNothing.set({ class: cls, role: key.slice(i + 1) }, n);
       }
       lapsed.set(g.leasesLapsed);
+      if (g.idempotencyKeys !== undefined) keys.set(g.idempotencyKeys);
     },
     sweepDone(r) {
       if (!r.ran) return;

@@ -13,6 +13,7 @@ import { SvcError } from '../../handlers/errors.js';
 import type { CheckpointLoadInput } from '../../handlers/checkpoint-load.js';
 import type { GetInput } from '../../handlers/get.js';
 import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
+import type { WriteOptions } from '../../handlers/write-once.js';
 import type { McpSurface } from '../../handlers/types.js';
 import type { Outcome } from '../../handlers/pipeline.js';
 import type { QueryInput } from '../../handlers/query.js';
@@ -259,8 +260,10 @@ export function listing(tool: ToolDef): Tool {
   const several = ops.length > 1;
   const entries: v.ObjectEntries = { ...tool.address };
   const required = new Set(Object.keys(tool.address));
+  const args = (o: McpSurface, write: boolean) => (write ? { ...o.args, ...WRITE_ARGS } : o.args);
   for (const o of ops) {
-    for (const [k, schema] of Object.entries(o.args)) {
+    const write = (Object.values(operations) as Operation[]).some((x) => x.mcp === o && x.write);
+    for (const [k, schema] of Object.entries(args(o, write))) {
       // Several actions: each takes its own arguments, so none is required of the tool.
       entries[k] = several && schema.type !== 'optional' ? v.optional(schema) : schema;
       if (!several && o.required?.includes(k)) required.add(k);
@@ -312,10 +315,54 @@ export async function callTool(name: string, args: ToolArgs | undefined, newCtx:
     throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}; the tools are ${TOOLS.map((t) => t.name).join(', ')}.`);
   }
   const ctx = newCtx();
+  let a = args ?? {};
+  if (WRITE_TOOLS.has(name)) ({ args: a, write: ctx.writeOptions } = writeOptionsOf(a));
   try {
-    const out = await tool.run(ctx, args ?? {});
-    return toolResult(out.body, false);
+    const out = await tool.run(ctx, a);
+    return replayMark(toolResult(out.body, false), out.replayed);
   } catch (e) {
-    return toolResult(asSvcError(e, ctx).body(), true);
+    const err = asSvcError(e, ctx);
+    return replayMark(toolResult(err.body(), true), err.replayed);
   }
+}
+
+/** The tools that carry a write (one of their operations is): they take `idempotency_key` and `dry_run`. */
+const WRITE_TOOLS = new Set((Object.values(operations) as Operation[]).flatMap((o) => (o.write && o.mcp ? [o.mcp.tool] : [])));
+
+/** What MCP adds to a write tool's arguments (issue 33; handlers/write-once.ts). */
+export const WRITE_ARGS: v.ObjectEntries = {
+  idempotency_key: v.optional(
+    v.pipe(
+      v.string(),
+      v.description(
+        'Optional, 1 to 255 printable ASCII characters (e.g. a UUID per logical write): a retry with the same key and arguments returns the first answer and writes nothing again (_meta "kslate/idempotent-replayed": true); kept 24 h. Reusing it for other arguments is IDEMPOTENCY_KEY_REUSED; while the first call still runs, IDEMPOTENCY_KEY_IN_USE (retry shortly).',
+      ),
+    ),
+  ),
+  dry_run: v.optional(
+    v.pipe(
+      v.boolean(),
+      v.description('true: run every check against the current state and answer what the write would answer now, with "dry_run": true; nothing is written.'),
+    ),
+  ),
+};
+
+/**
+ * The key and the dry-run flag taken out of a write tool's arguments. One of another type
+ * stays an argument, which the handler refuses (MALFORMED) at its step like any unknown key.
+ */
+function writeOptionsOf(args: ToolArgs): { args: ToolArgs; write: WriteOptions } {
+  const { idempotency_key: key, dry_run: dry, ...rest } = args;
+  const out: ToolArgs = { ...rest };
+  const write: WriteOptions = {};
+  if (typeof key === 'string') write.idempotencyKey = key;
+  else if (key !== undefined) out.idempotency_key = key;
+  if (typeof dry === 'boolean') write.dryRun = dry;
+  else if (dry !== undefined) out.dry_run = dry;
+  return { args: out, write };
+}
+
+/** A replayed answer says so in `_meta` (MCP's place for what is not the tool's own content). */
+function replayMark(r: CallToolResult, replayed: boolean | undefined): CallToolResult {
+  return replayed ? { ...r, _meta: { 'kslate/idempotent-replayed': true } } : r;
 }

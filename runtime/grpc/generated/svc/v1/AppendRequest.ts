@@ -12,6 +12,7 @@ export interface AppendRequest {
   'based_on'?: (_svc_v1_Premise)[];
   'declare_no_premises'?: (boolean);
   'invocation'?: (_google_protobuf_Struct | null);
+  'dry_run'?: (boolean);
 }
 
 export interface AppendRequest__Output {
@@ -22,4 +23,5 @@ export interface AppendRequest__Output {
   'based_on': (_svc_v1_Premise__Output)[];
   'declare_no_premises': (boolean);
   'invocation': (_google_protobuf_Struct__Output | null);
+  'dry_run': (boolean);
 }

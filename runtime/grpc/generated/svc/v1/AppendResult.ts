@@ -8,6 +8,7 @@ export interface AppendResult {
   'seq'?: (number | string | Long);
   'record_version'?: (number | string | Long);
   'created'?: (boolean);
+  'dry_run'?: (boolean);
 }
 
 export interface AppendResult__Output {
@@ -16,4 +17,5 @@ export interface AppendResult__Output {
   'seq': (number);
   'record_version': (number);
   'created': (boolean);
+  'dry_run': (boolean);
 }

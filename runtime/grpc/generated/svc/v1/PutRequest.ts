@@ -14,6 +14,7 @@ export interface PutRequest {
   'based_on'?: (_svc_v1_Premise)[];
   'declare_no_premises'?: (boolean);
   'invocation'?: (_google_protobuf_Struct | null);
+  'dry_run'?: (boolean);
   '_evidence'?: "evidence";
 }
 
@@ -26,5 +27,6 @@ export interface PutRequest__Output {
   'based_on': (_svc_v1_Premise__Output)[];
   'declare_no_premises': (boolean);
   'invocation': (_google_protobuf_Struct__Output | null);
+  'dry_run': (boolean);
   '_evidence'?: "evidence";
 }

@@ -8,6 +8,7 @@ export interface WriteResult {
   'version'?: (number | string | Long);
   'record_version'?: (number | string | Long);
   'created'?: (boolean);
+  'dry_run'?: (boolean);
 }
 
 export interface WriteResult__Output {
@@ -16,4 +17,5 @@ export interface WriteResult__Output {
   'version': (number);
   'record_version': (number);
   'created': (boolean);
+  'dry_run': (boolean);
 }
