@@ -337,7 +337,7 @@ export function storageFaultError(f: StorageFault): SvcError {
       // would invite a second append or a claim of what is already yours.
       return new SvcError(
         'UNAVAILABLE',
-        'The connection to the database was lost while this request was in flight, so a write may have been applied: read before retrying it (the gateway reconnects by itself).',
+        'The connection to the database was lost while this request was in flight, so a write may have been applied: retry it with the same Idempotency-Key (MCP idempotency_key, gRPC idempotency-key) to get its answer without writing twice, or without a key read before retrying it (the gateway reconnects by itself).',
         // Said in the body too, for a client to act on without reading the message (docs/ha.md).
         { outcome: 'unknown' },
       );

@@ -245,6 +245,27 @@ if (undeclared.length > 0 || missing.length > 0) {
   throw new Error(`MCP tools and the operation table disagree: not declared ${JSON.stringify(undeclared)}, not defined ${JSON.stringify(missing)}`);
 }
 
+/** The tools that carry a write (one of their operations is): they take `idempotency_key` and `dry_run`. */
+const WRITE_TOOLS = new Set((Object.values(operations) as Operation[]).flatMap((o) => (o.write && o.mcp ? [o.mcp.tool] : [])));
+
+/** What MCP adds to a write tool's arguments (issue 33; handlers/write-once.ts). */
+export const WRITE_ARGS: v.ObjectEntries = {
+  idempotency_key: v.optional(
+    v.pipe(
+      v.string(),
+      v.description(
+        'Optional, 1 to 255 printable ASCII characters (e.g. a UUID per logical write): a retry with the same key and arguments returns the first answer and writes nothing again (_meta "kslate/idempotent-replayed": true); kept 24 h. Reusing it for other arguments is IDEMPOTENCY_KEY_REUSED; while the first call still runs, IDEMPOTENCY_KEY_IN_USE (retry shortly).',
+      ),
+    ),
+  ),
+  dry_run: v.optional(
+    v.pipe(
+      v.boolean(),
+      v.description('true: run every check against the current state and answer what the write would answer now, with "dry_run": true; nothing is written.'),
+    ),
+  ),
+};
+
 /** The operations that declare a tool, in table order (one, or one per `action`). */
 function declaring(tool: string): McpSurface[] {
   return (Object.values(operations) as Operation[]).flatMap((o) => (o.mcp?.tool === tool ? [o.mcp] : []));
@@ -325,27 +346,6 @@ export async function callTool(name: string, args: ToolArgs | undefined, newCtx:
     return replayMark(toolResult(err.body(), true), err.replayed);
   }
 }
-
-/** The tools that carry a write (one of their operations is): they take `idempotency_key` and `dry_run`. */
-const WRITE_TOOLS = new Set((Object.values(operations) as Operation[]).flatMap((o) => (o.write && o.mcp ? [o.mcp.tool] : [])));
-
-/** What MCP adds to a write tool's arguments (issue 33; handlers/write-once.ts). */
-export const WRITE_ARGS: v.ObjectEntries = {
-  idempotency_key: v.optional(
-    v.pipe(
-      v.string(),
-      v.description(
-        'Optional, 1 to 255 printable ASCII characters (e.g. a UUID per logical write): a retry with the same key and arguments returns the first answer and writes nothing again (_meta "kslate/idempotent-replayed": true); kept 24 h. Reusing it for other arguments is IDEMPOTENCY_KEY_REUSED; while the first call still runs, IDEMPOTENCY_KEY_IN_USE (retry shortly).',
-      ),
-    ),
-  ),
-  dry_run: v.optional(
-    v.pipe(
-      v.boolean(),
-      v.description('true: run every check against the current state and answer what the write would answer now, with "dry_run": true; nothing is written.'),
-    ),
-  ),
-};
 
 /**
  * The key and the dry-run flag taken out of a write tool's arguments. One of another type
