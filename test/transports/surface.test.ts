@@ -18,7 +18,7 @@ import { queryParams, QUERY_LIMIT_MAX } from '../../handlers/query.js';
 import { loadSvcProto } from '../../runtime/grpc/proto.js';
 import { SERVICE_NAME } from '../../runtime/grpc/server.js';
 import { watchOperations } from '../../handlers/watch.js';
-import { TOOL_LIST } from '../../runtime/mcp/tools.js';
+import { TOOL_LIST } from '../../runtime/http/mcp/tools.js';
 
 const ops = Object.values(operations) as Operation[];
 
@@ -62,11 +62,13 @@ test('the write tools list exactly the keys of their handler body schemas', () =
   const props = (tool: string) => Object.keys((TOOL_LIST.find((t) => t.name === tool)!.inputSchema as { properties: object }).properties).sort();
   const keys = (schema: { entries: object }, ...address: string[]) =>
     [...address, ...Object.keys(schema.entries).filter((k) => k !== 'declare_no_premises')].sort();
-  expect(props('svc_put')).toEqual(keys(putBody, 'record', 'field'));
-  expect(props('svc_append')).toEqual(keys(appendBody, 'record', 'field'));
-  expect(props('svc_claim')).toEqual(keys(claimBody, 'record', 'field'));
+  // What every write tool adds (issue 33): the idempotency key and the dry-run flag.
+  const write = ['dry_run', 'idempotency_key'];
+  expect(props('svc_put')).toEqual(keys(putBody, 'record', 'field', ...write));
+  expect(props('svc_append')).toEqual(keys(appendBody, 'record', 'field', ...write));
+  expect(props('svc_claim')).toEqual(keys(claimBody, 'record', 'field', ...write));
   // svc_checkpoint carries save (its body) and load (`role`, a query parameter on HTTP).
-  expect(props('svc_checkpoint')).toEqual([...keys(saveBody, 'record', 'action'), ...Object.keys(loadParams.entries)].sort());
+  expect(props('svc_checkpoint')).toEqual([...keys(saveBody, 'record', 'action', ...write), ...Object.keys(loadParams.entries)].sort());
   // The reads: their handlers' parameter schemas, whose keys are also the names they accept.
   expect(props('svc_get')).toEqual(keys(getParams, 'record'));
   expect(props('svc_query')).toEqual(keys(queryParams, 'class'));
