@@ -133,6 +133,10 @@ export async function startGrpc(
     return { code, details: message, metadata };
   };
 
+  /** gRPC's X-Kslate-Lsn and X-Kslate-Min-Lsn (docs/ha.md "Reads from standbys"). */
+  const LSN_KEY = 'x-kslate-lsn';
+  const MIN_LSN_KEY = 'x-kslate-min-lsn';
+
   type Codec = { build: (msg: any, oversized: boolean) => unknown; shape: (out: Outcome) => object };
   const codec = <T, I>(build: (msg: T, oversized: boolean) => I, shape: (out: Outcome) => object): Codec => ({ build, shape });
 
@@ -161,6 +165,7 @@ export async function startGrpc(
           scope: firstText(call.metadata, 'x-svc-scope'),
           requestId,
           ...(op.write ? { write: writeOptions(call) } : {}),
+          minLsn: firstText(call.metadata, MIN_LSN_KEY),
         },
         op,
         () => {
@@ -171,9 +176,13 @@ export async function startGrpc(
         timed === undefined ? {} : { timed },
       );
       log.author = r.identity?.author;
+      // The WAL position the call's writes reached, in the trailing metadata (docs/ha.md).
+      const trailer = new grpc.Metadata();
+      if (r.lsn !== null) trailer.set(LSN_KEY, r.lsn);
       if (!r.ok) {
         const status = toGrpc(r.error, requestId);
         if (r.error.replayed) status.metadata?.set(REPLAYED_KEY, 'true');
+        if (r.lsn !== null) status.metadata?.set(LSN_KEY, r.lsn);
         log.sendId();
         callback(status);
         logged(status.code ?? grpc.status.UNKNOWN, r.error.code);
@@ -195,7 +204,7 @@ export async function startGrpc(
           throw e;
         }
         log.sendId(out.replayed ? { [REPLAYED_KEY]: 'true' } : undefined);
-        callback(null, bytes);
+        callback(null, bytes, trailer);
         logged(grpc.status.OK);
       } catch (e) {
         const err = asSvcError(e, { log: s.log, requestId });

@@ -13,7 +13,7 @@ import { watchOperations } from '../../handlers/watch.js';
 import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } from './mcp/server.js';
 import { ClientClosedRequest, runRequest, type AppServices } from '../request.js';
 import { readBody } from './body.js';
-import { addErrorHeaders, reply, replyText, RETRY_AFTER_SECONDS } from './reply.js';
+import { addErrorHeaders, LSN_HEADER, reply, replyText, RETRY_AFTER_SECONDS } from './reply.js';
 import { mountProtectedResource, PRM_PATH, PRM_RESOURCES } from './protected-resource.js';
 import { serveWatch } from './watch-sse.js';
 import { requestIdFrom, requestMeta, type AppEnv, type PeerAddress } from './env.js';
@@ -166,15 +166,16 @@ async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: P
     return op.fromHttp({ params: c.req.param() as Record<string, string>, query, names, body });
   });
   if (r.identity) c.set('author', r.identity.author);
+  const extra = r.lsn === null ? undefined : { [LSN_HEADER]: r.lsn };
   if (!r.ok) {
     c.set('errorCode', r.error.code);
-    const res = reply(c, r.error.status, r.error.body(), close);
+    const res = reply(c, r.error.status, r.error.body(), close, extra);
     if (r.error.replayed) res.headers.set(REPLAYED_HEADER, 'true');
     if (r.error.code === 'IDEMPOTENCY_KEY_IN_USE') res.headers.set('retry-after', String(IN_USE_RETRY_AFTER_SECONDS));
     return res;
   }
   // A body the handler already wrote as JSON text (history, a replayed answer) goes out as it is.
-  const res = replyText(c, r.out.created ? 201 : 200, r.out.json ?? JSON.stringify(r.out.body), close);
+  const res = replyText(c, r.out.created ? 201 : 200, r.out.json ?? JSON.stringify(r.out.body), close, extra);
   if (r.out.replayed) res.headers.set(REPLAYED_HEADER, 'true');
   return res;
 }

@@ -113,13 +113,13 @@ describe('tools/list', () => {
       expect(tl.description!.length).toBeGreaterThan(100);
     }
     const props = (name: string) => Object.keys(byName[name].inputSchema.properties ?? {}).sort();
-    expect(props('svc_get')).toEqual(['entries_before', 'entries_limit', 'fields', 'record']);
+    expect(props('svc_get')).toEqual(['entries_before', 'entries_limit', 'fields', 'min_lsn', 'record']);
     // Every write tool takes idempotency_key and dry_run (issue 33).
     expect(props('svc_put')).toEqual(['based_on', 'dry_run', 'evidence', 'expected_version', 'field', 'idempotency_key', 'invocation', 'record', 'value']);
     expect(props('svc_append')).toEqual(['based_on', 'dry_run', 'entry', 'evidence', 'field', 'idempotency_key', 'invocation', 'record']);
     expect(props('svc_claim')).toEqual(['dry_run', 'field', 'idempotency_key', 'invocation', 'lease_seconds', 'record', 'renew']);
-    expect(props('svc_checkpoint')).toEqual(['action', 'document', 'dry_run', 'idempotency_key', 'record', 'role']);
-    expect(props('svc_query')).toEqual(['after', 'class', 'filters', 'limit']);
+    expect(props('svc_checkpoint')).toEqual(['action', 'document', 'dry_run', 'idempotency_key', 'min_lsn', 'record', 'role']);
+    expect(props('svc_query')).toEqual(['after', 'class', 'filters', 'limit', 'min_lsn']);
     expect(byName.svc_put.inputSchema.required).toEqual(['record', 'field', 'value']);
     expect(byName.svc_append.inputSchema.required).toEqual(['record', 'field', 'entry', 'evidence']);
     expect(byName.svc_checkpoint.inputSchema.required).toEqual(['record', 'action']);

@@ -16,7 +16,7 @@ import type { McpSurface } from '../../../handlers/types.js';
 import type { WriteOptions } from '../../../handlers/write-once.js';
 import type { Outcome } from '../../../handlers/pipeline.js';
 import type { QueryInput } from '../../../handlers/query.js';
-import type { Caller } from '../../request.js';
+import { checkMinLsn, type Caller } from '../../request.js';
 
 /** Tool arguments as the client sent them (any JSON object). */
 export type ToolArgs = Record<string, unknown>;
@@ -29,8 +29,16 @@ export type ToolArgs = Record<string, unknown>;
 export interface ToolDef {
   name: string;
   address: v.ObjectEntries;
+  /** It reads records: it takes `min_lsn`, the read-your-writes token (docs/ha.md). */
+  reads?: true;
   run(caller: Caller, args: ToolArgs): Promise<Outcome>;
 }
+
+/** The argument a read tool takes for read-your-writes: what HTTP sends as X-Kslate-Min-Lsn. */
+export const MIN_LSN_ARG = 'min_lsn';
+
+/** Where a tool result carries the WAL position its write reached (HTTP: X-Kslate-Lsn). */
+export const LSN_META_KEY = 'kslate.dev/lsn';
 
 // The table infers a read's input type from its HTTP mapping, where query values are text; the
 // handlers take the wider inputs (lists, numbers, absent keys) that MCP and gRPC send.
@@ -157,6 +165,7 @@ export const TOOLS: readonly ToolDef[] = [
   {
     name: 'svc_get',
     address: { record },
+    reads: true,
     run(caller, a) {
       const r = recordOf(a);
       const input = {
@@ -199,6 +208,7 @@ export const TOOLS: readonly ToolDef[] = [
   },
   {
     name: 'svc_checkpoint',
+    reads: true,
     address: {
       record,
       action: v.pipe(v.picklist(actionsOf('svc_checkpoint')), d('"save" your progress or "load" the last saved one.')),
@@ -216,6 +226,7 @@ export const TOOLS: readonly ToolDef[] = [
   },
   {
     name: 'svc_query',
+    reads: true,
     address: { class: v.pipe(v.string(), d('The class name, e.g. "incident".')) },
     run(caller, a) {
       const cls = address(a, 'class', 'the class name, e.g. "incident"');
@@ -282,6 +293,16 @@ export function listing(tool: ToolDef): Tool {
   const entries: v.ObjectEntries = { ...tool.address };
   const required = new Set(Object.keys(tool.address));
   const args = (o: McpSurface, write: boolean) => (write ? { ...o.args, ...WRITE_ARGS } : o.args);
+  if (tool.reads) {
+    entries[MIN_LSN_ARG] = v.optional(
+      v.pipe(
+        v.string(),
+        d(
+          "Read your own writes: the `lsn` a write tool's result gave in `_meta[\"kslate.dev/lsn\"]`. The read then sees that write even when a standby serves it.",
+        ),
+      ),
+    );
+  }
   for (const o of ops) {
     const write = (Object.values(operations) as Operation[]).some((x) => x.mcp === o && x.write);
     for (const [k, schema] of Object.entries(args(o, write))) {
@@ -317,11 +338,13 @@ export function listing(tool: ToolDef): Tool {
 export const TOOL_LIST: Tool[] = TOOLS.map(listing);
 
 /** `structuredContent` is the HTTP body and `content[0].text` the same JSON (decisions §7). */
-export function toolResult(body: Record<string, unknown>, isError: boolean): CallToolResult {
+export function toolResult(body: Record<string, unknown>, isError: boolean, lsn: string | null = null): CallToolResult {
   return {
     content: [{ type: 'text', text: JSON.stringify(body) }],
     structuredContent: body,
     ...(isError ? { isError: true } : {}),
+    // In _meta, so structuredContent stays the HTTP body (decisions §7); docs/ha.md.
+    ...(lsn !== null ? { _meta: { [LSN_META_KEY]: lsn } } : {}),
   };
 }
 
@@ -335,26 +358,32 @@ export async function callTool(name: string, args: ToolArgs | undefined, caller:
   if (!tool) {
     throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}; the tools are ${TOOLS.map((t) => t.name).join(', ')}.`);
   }
-  let a = args ?? {};
-  let c = caller;
-  if (WRITE_TOOLS.has(name)) {
-    const w = writeOptionsOf(a);
-    a = w.args;
-    // The key and the dry-run flag ride on every run of this call (handlers/write-once.ts).
-    c = {
-      identity: caller.identity,
-      scope: caller.scope,
-      requestId: caller.requestId,
-      errorOf: (e) => caller.errorOf(e),
-      run: (op, decode, opts) => caller.run(op, decode, { ...opts, write: w.write }),
-    };
-  }
+  let lsn: string | null = null;
   try {
-    const out = await tool.run(c, a);
-    return replayMark(toolResult(out.body, false), out.replayed);
+    let a = args ?? {};
+    let minLsn: string | null | undefined;
+    if (tool.reads && MIN_LSN_ARG in a) {
+      const { [MIN_LSN_ARG]: token, ...rest } = a;
+      if (typeof token !== 'string') {
+        throw new SvcError('MALFORMED', `\`${MIN_LSN_ARG}\` must be a string, the lsn a write's result gave in _meta["${LSN_META_KEY}"].`);
+      }
+      minLsn = checkMinLsn(token);
+      a = rest;
+    }
+    // The key and the dry-run flag ride on every run of a write tool's call (handlers/write-once.ts).
+    let write: WriteOptions | undefined;
+    if (WRITE_TOOLS.has(name)) ({ args: a, write } = writeOptionsOf(a));
+    // The call's token goes in, the position its write reached comes back (the tools run one operation each).
+    const call: Caller = {
+      ...caller,
+      run: (op, decode, opts = {}) =>
+        caller.run(op, decode, { ...opts, ...(minLsn !== undefined ? { minLsn } : {}), ...(write ? { write } : {}), onLsn: (l) => (lsn = l) }),
+    };
+    const out = await tool.run(call, a);
+    return replayMark(toolResult(out.body, false, lsn), out.replayed);
   } catch (e) {
     const err = caller.errorOf(e);
-    return replayMark(toolResult(err.body(), true), err.replayed);
+    return replayMark(toolResult(err.body(), true, lsn), err.replayed);
   }
 }
 
