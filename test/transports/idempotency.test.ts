@@ -307,7 +307,8 @@ test('32 concurrent repeats of one key apply once; the others are IN_USE (Retry-
   expect((await state(rid)).rows).toEqual(['append:applied']);
   const late = await send('http', 'alice', 'append', args, { key: k });
   expect([late.code, late.replayed, late.text]).toEqual(['OK', true, ok[0].text]);
-});
+  // 32 requests at once on a shared 2-core machine.
+}, 60_000);
 
 test('a repeat while the first still runs is 409 IDEMPOTENCY_KEY_IN_USE with Retry-After', async () => {
   const rid = fresh('http', 'inuse');
