@@ -223,15 +223,12 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
     const client = await this.guard(() => this.pool.connect());
     let done = false;
     let broken: Error | undefined;
+    let out: T;
     try {
       await this.guard(() => client.query('begin'));
-      const out = await fn(new PgDb(onClient(client), this.onSchemaMissing));
+      out = await fn(new PgDb(onClient(client), this.onSchemaMissing));
       await this.guard(() => client.query(opts.rollback ? 'rollback' : 'commit'));
       done = true;
-      // A session's answer carries the WAL position its writes reached (X-Kslate-Lsn): one
-      // more round trip, after the commit, so a failure to read it cannot undo the write.
-      if (!opts.rollback && this.req) await this.rememberCurrentLsn().catch(() => undefined);
-      return out;
     } catch (e) {
       if (!done) {
         try {
@@ -242,8 +239,14 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
       }
       throw e;
     } finally {
+      // Released before anything else runs: a request never holds two connections at once
+      // (64 writers on a pool of 10 would wait on each other).
       client.release(broken);
     }
+    // A session's answer carries the WAL position its writes reached (X-Kslate-Lsn): read
+    // after the commit, so a failure to read it cannot undo the write.
+    if (!opts.rollback && this.req) await this.rememberCurrentLsn().catch(() => undefined);
+    return out;
   }
 
   takeIdempotencyKey(author: string, key: string, digest: string) {
