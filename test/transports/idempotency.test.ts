@@ -408,3 +408,24 @@ describe.each(TRANSPORTS)('dry runs over %s', (tr) => {
     expect({ ...dry.body, dry_run: undefined }).toEqual({ ...real.body, dry_run: undefined });
   });
 });
+
+test('a transaction takes an Idempotency-Key and dry_run like every write (HTTP)', async () => {
+  const rid = fresh('http', 'txn');
+  const url = `${t.url}/v1/records/pcase/${rid}/transactions`;
+  const body = JSON.stringify({ writes: [{ op: 'put', field: 'title', value: 't', expected_version: 0 }, { op: 'put', field: 'severity', value: 2, expected_version: 0 }] });
+  const h = { authorization: `Bearer ${tokenOf('alice')}`, 'content-type': 'application/json' };
+  const before = await digestAll();
+  const dry = await fetch(`${url}?dry_run=true`, { method: 'POST', headers: h, body });
+  expect(dry.status).toBeLessThan(300);
+  expect((await dry.json()).dry_run).toBe(true);
+  expect(await digestAll()).toEqual(before);
+  const k = key();
+  const first = await fetch(url, { method: 'POST', headers: { ...h, 'idempotency-key': k }, body });
+  const firstText = await first.text();
+  expect(first.status).toBeLessThan(300);
+  const after = await state(rid);
+  const again = await fetch(url, { method: 'POST', headers: { ...h, 'idempotency-key': k }, body });
+  expect(again.headers.get('idempotent-replayed')).toBe('true');
+  expect(await again.text()).toBe(firstText);
+  expect(await state(rid)).toEqual(after);
+});
