@@ -334,7 +334,34 @@ export interface ConsoleSessions {
   deleteConsoleSession(id: string): Promise<void>;
 }
 
+/** What `kslate_idempotency_take` found for (author, key) (migration 0011). */
+export type IdempotencyTake =
+  | { state: 'fresh' | 'in_use' | 'reused' }
+  | { state: 'replay'; status: number; body: string };
+
+/** An answer to store under (author, key), in the transaction of the write it answers. */
+export interface IdempotencyAnswer {
+  author: string;
+  key: string;
+  digest: string;
+  status: number;
+  body: string;
+  ttlSeconds: number;
+}
+
+/** The Db of one open transaction (`Db.transaction`), with the idempotency-key statements. */
+export interface TxDb extends Db {
+  /** Take the key's lock without waiting and read its live answer (migration 0011). */
+  takeIdempotencyKey(author: string, key: string, digest: string): Promise<IdempotencyTake>;
+  storeIdempotencyKey(a: IdempotencyAnswer): Promise<void>;
+}
+
 export interface Db extends ConsoleSessions {
+  /**
+   * Run `fn` in one transaction on one connection: committed when it returns (unless
+   * `rollback`: a dry run), rolled back when it throws. Every call of `fn` goes through `tx`.
+   */
+  transaction<T>(fn: (tx: TxDb) => Promise<T>, opts?: { rollback?: boolean }): Promise<T>;
   /** Read a record with the named fields, bounded by `maxBytes` (see ReadRecordOptions). */
   readRecord(cls: string, rid: string, opts: ReadRecordOptions): Promise<RecordRow | null>;
   /**
@@ -436,6 +463,8 @@ export interface WorkerGauges {
   oldestHistory?: Map<string, Date>;
   /** `class/role` → live records of the class on which no identity of the role wrote. */
   roleWroteNothing: Map<string, number>;
+  /** Idempotency keys stored (issue 33), expired ones awaiting the purge included. */
+  idempotencyKeys?: number;
 }
 
 /** A class's `history` spec in seconds; `spec` (its text) restarts the purge's walk when it changes. */
@@ -463,6 +492,10 @@ export interface SweepDb {
   pruneReadSets(windowSeconds: number): Promise<number>;
   /** Delete up to `limit` expired console sessions; returns how many. */
   purgeConsoleSessions(limit: number): Promise<number>;
+  /** Delete up to `limit` expired idempotency keys; returns how many. */
+  purgeIdempotencyKeys(limit: number): Promise<number>;
+  /** Idempotency keys stored (expired ones awaiting the purge included). */
+  countIdempotencyKeys(): Promise<number>;
   /**
    * Take (or renew) the named lease for `ttlSeconds` when it is free, expired or already
    * `holder`'s; false when someone else holds it.

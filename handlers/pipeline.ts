@@ -42,6 +42,10 @@ export interface Outcome {
   json?: string | readonly string[];
   /** A watch: the stream to write once the checks passed (handlers/watch.ts); `body` is then empty. */
   stream?: WatchStream;
+  /** The answer stored under the request's idempotency key, replayed (handlers/write-once.ts). */
+  replayed?: boolean;
+  /** What a dry run would answer; nothing was written. */
+  dryRun?: boolean;
 }
 
 /** An outcome whose body is JSON text: sent as is over HTTP, parsed on first use of `body`. */

@@ -122,9 +122,14 @@ export const queryResponse = v.strictObject({
 });
 
 const expiresAt = v.optional(v.pipe(timestamp, d('When the record expires, after this write set or extended it (ttl_seconds).')));
-export const putResponse = v.strictObject({ record, field, version, record_version: recordVersion, expires_at: expiresAt });
+/** Every write's answer to a dry run (`dry_run=true`) carries it; nothing was written. */
+export const dryRun = v.optional(
+  v.pipe(v.literal(true), d('A dry run: what the write would answer now (the versions it would get); nothing was written.')),
+);
 
-export const appendResponse = v.strictObject({ record, field, seq: count, record_version: recordVersion, expires_at: expiresAt });
+export const putResponse = v.strictObject({ record, field, version, record_version: recordVersion, expires_at: expiresAt, dry_run: dryRun });
+
+export const appendResponse = v.strictObject({ record, field, seq: count, record_version: recordVersion, expires_at: expiresAt, dry_run: dryRun });
 
 export const claimResponse = v.strictObject({
   record,
@@ -134,6 +139,7 @@ export const claimResponse = v.strictObject({
   version,
   record_version: recordVersion,
   took_over_from: v.optional(v.pipe(author, d('The previous owner, whose lease had expired.'))),
+  dry_run: dryRun,
 });
 
 export const transactionResponse = v.strictObject({
@@ -161,6 +167,7 @@ export const checkpointSaveResponse = v.strictObject({
   role: v.string(),
   checkpoint_id: count,
   record_version: recordVersion,
+  dry_run: dryRun,
 });
 
 export const checkpointLoadResponse = v.strictObject({
@@ -277,6 +284,8 @@ const ERROR_EXTRAS: Record<ErrorCode, v.ObjectEntries> = {
     ),
   },
   METHOD_NOT_ALLOWED: {},
+  IDEMPOTENCY_KEY_REUSED: {},
+  IDEMPOTENCY_KEY_IN_USE: { retry_after: v.pipe(v.number(), d('Seconds to wait before retrying with the same key (also in Retry-After).')) },
   EXPIRED: {
     class: v.string(),
     oldest: v.pipe(v.string(), d('The oldest class watch cursor still in the retained window: re-read what you need, then resume from it.')),
@@ -301,6 +310,7 @@ function errorBody(code: ErrorCode, extra: v.ObjectEntries) {
     message: v.pipe(v.string(), d('What happened and what to do, in one or two sentences (at most 1,024 characters).')),
     ...extra,
     ...(WRITE_CODES.has(code) ? TX_INDEX : {}) as v.ObjectEntries,
+    dry_run: v.optional(v.pipe(v.literal(true), d('A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.'))),
   });
 }
 

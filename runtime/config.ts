@@ -61,6 +61,8 @@ export interface Config {
   ui: boolean;
   /** How long a console sign-in session lives (docs/console.md "Sessions"). */
   uiSessionTtlMs: number;
+  /** `--idempotency-ttl`: how long a write's answer is kept under its key (issue 33). */
+  idempotencyTtlMs: number;
   /** Watch streams (docs/watch.md): the change log's poll interval, heartbeats, limits and retained window. */
   watchPollMs: number;
   watchHeartbeatMs: number;
@@ -179,6 +181,11 @@ export const FLAGS: Record<string, FlagSpec> = {
     env: 'KSLATE_UI_SESSION_TTL',
     help: 'how long a console sign-in lasts before the person must sign in again (at most 720h)',
     default: '8h',
+  },
+  'idempotency-ttl': {
+    env: 'KSLATE_IDEMPOTENCY_TTL',
+    help: 'how long a write\'s answer is kept under its Idempotency-Key for retries to replay (1s to 720h; the worker\'s sweep deletes expired keys)',
+    default: '24h',
   },
   'watch-poll-interval': {
     env: 'KSLATE_WATCH_POLL_INTERVAL',
@@ -377,6 +384,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   if (uiSessionTtlMs < 1000 || uiSessionTtlMs > 720 * 3600_000) {
     throw new ConfigError(`--ui-session-ttl (KSLATE_UI_SESSION_TTL) must be from 1s to 720h (30 days); got "${raw('ui-session-ttl')}".`);
   }
+  const idempotencyTtlMs = duration('idempotency-ttl', '24h or 30m');
+  if (idempotencyTtlMs < 1000 || idempotencyTtlMs > 720 * 3600_000) {
+    throw new ConfigError(`--idempotency-ttl (KSLATE_IDEMPOTENCY_TTL) must be from 1s to 720h (30 days); got "${raw('idempotency-ttl')}".`);
+  }
   const replicaFlag = repeated['database-replica-url'];
   const databaseReplicaUrls = (replicaFlag ?? (env[FLAGS['database-replica-url'].env] ?? defaults['database-replica-url'] ?? '').split(','))
     .map((u) => u.trim())
@@ -393,6 +404,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     throw new ConfigError(`--write-lsn (KSLATE_WRITE_LSN) must be auto, on or off; got "${writeLsn}".`);
   }
   return {
+    idempotencyTtlMs,
     databaseUrl: raw('database-url') || undefined,
     databaseReplicaUrls,
     replicaMaxLagMs: duration('replica-max-lag', '1s or 500ms'),

@@ -242,6 +242,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     budget: new RejectedCredentialBudget(),
     readiness,
     trustProxy: cfg.trustProxy,
+    idempotencyTtlSeconds: Math.round(cfg.idempotencyTtlMs / 1000),
     newId: randomUUID,
     async cursorKey() {
       if (key === null) {

@@ -22,6 +22,7 @@ export function createWorkerMetrics(): WorkerMetrics {
   const history = gauge('svc_history_rows', 'History rows.', ['class']);
   const lapsed = gauge('svc_leases_lapsed', 'Task fields with a lapsed lease nobody reclaimed.');
   const wroteNothing = gauge('svc_role_wrote_nothing', 'Live records on which no identity of the role has written.', ['class', 'role']);
+  const keys = gauge('svc_idempotency_keys', 'Idempotency keys stored with their answers (issue 33), expired ones awaiting the sweep included.');
   const duration = gauge('svc_sweep_duration_seconds', 'How long the last sweep that ran took.');
   const lastSuccess = gauge('svc_sweep_last_success_timestamp_seconds', 'When the last sweep whose every step succeeded ended (Unix time).');
   const refused = gauge('svc_classes_refused', 'Class manifests (SharedContext objects) the last class reconcile refused: invalid, a duplicate name or a kind change. The worker log (once per change) and the Accepted condition say why.');
@@ -51,6 +52,7 @@ export function createWorkerMetrics(): WorkerMetrics {
         if (known.has(cls)) wroteNothing.set({ class: cls, role: key.slice(i + 1) }, n);
       }
       lapsed.set(g.leasesLapsed);
+      if (g.idempotencyKeys !== undefined) keys.set(g.idempotencyKeys);
     },
     sweepDone(r) {
       if (!r.ran) return;

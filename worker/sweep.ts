@@ -62,7 +62,7 @@ export interface SweepDeps {
 }
 
 /** The steps, in the order they run. */
-export const SWEEP_STEPS = ['classes', 'roles', 'expire', 'retention', 'leases', 'read sets', 'sessions', 'gauges'] as const;
+export const SWEEP_STEPS = ['classes', 'roles', 'expire', 'retention', 'leases', 'read sets', 'sessions', 'idempotency keys', 'gauges'] as const;
 export type SweepStep = (typeof SWEEP_STEPS)[number];
 
 export interface SweepOptions {
@@ -92,6 +92,8 @@ export interface SweepReport {
   prunedReads?: number;
   /** Expired console sessions deleted (docs/console.md). */
   sessions?: { purged: number; more: boolean };
+  /** Expired idempotency keys deleted (issue 33; each row carries the expiry its gateway gave it). */
+  idempotencyKeys?: { purged: number; more: boolean };
   gauges?: WorkerGauges;
   errors: { step: string; message: string }[];
   /** How long each step that ran took (ms). */
@@ -228,6 +230,17 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
         if (!sessions.more) break;
       }
     });
+    await step('idempotency keys', async () => {
+      const keys = { purged: 0, more: false };
+      report.idempotencyKeys = keys;
+      for (let first = true; first || inBudget(); first = false) {
+        if (stopped()) break;
+        const n = await db.purgeIdempotencyKeys(PURGE_BATCH);
+        keys.purged += n;
+        keys.more = n === PURGE_BATCH;
+        if (!keys.more) break;
+      }
+    });
     await step('gauges', async () => {
       if (classes.length === 0) classes = await db.listClasses();
       const roles = classes.flatMap((c) =>
@@ -237,6 +250,7 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
         classes.map((c) => c.name),
         roles,
       );
+      report.gauges.idempotencyKeys = await db.countIdempotencyKeys();
       deps.onGauges?.(report.gauges, classes);
     });
   } finally {
@@ -261,6 +275,7 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
     leases_lapsed: report.gauges?.leasesLapsed,
     read_sets_pruned: report.prunedReads,
     sessions_purged: report.sessions?.purged,
+    idempotency_keys_purged: report.idempotencyKeys?.purged,
     errors: report.errors.length || undefined,
     step_ms: report.stepMs,
   });
@@ -301,6 +316,7 @@ function summary(r: SweepReport): string {
   if (r.leases) parts.push(`leases ${r.leases.flagged} newly lapsed${r.leases.more ? ', more next sweep' : ''}`);
   if (r.prunedReads !== undefined) parts.push(`read sets ${r.prunedReads} pruned`);
   if (r.sessions) parts.push(`console sessions ${r.sessions.purged} expired${r.sessions.more ? ', more next sweep' : ''}`);
+  if (r.idempotencyKeys) parts.push(`idempotency keys ${r.idempotencyKeys.purged} expired${r.idempotencyKeys.more ? ', more next sweep' : ''}`);
   if (r.gauges) parts.push(`gauges refreshed (${r.gauges.leasesLapsed} lapsed leases)`);
   const tail = r.errors.length ? `; ${r.errors.length} step(s) failed: ${r.errors.map((e) => e.step).join(', ')}` : '';
   return `sweep ${r.aborted ? 'stopped early' : 'done'} in ${r.durationMs} ms: ${parts.join('; ') || 'nothing to do'}${tail}`;

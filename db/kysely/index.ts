@@ -23,6 +23,8 @@ import type {
   Db,
   DbSession,
   HistoryInsert,
+  IdempotencyAnswer,
+  TxDb,
   HistoryMark,
   LogPosition,
   NewConsoleSession,
@@ -39,6 +41,7 @@ import * as changeLog from './change-log.js';
 import * as classes from './classes.js';
 import { Conn, type Statements } from './conn.js';
 import * as history from './history.js';
+import * as idempotency from './idempotency.js';
 import * as query from './query.js';
 import * as readSets from './read-sets.js';
 import * as record from './record.js';
@@ -61,7 +64,7 @@ interface RequestState {
   lsn: bigint | null;
 }
 
-export class PgDb implements Db, SweepDb, ChangeLog {
+export class PgDb implements TxDb, SweepDb, ChangeLog {
   private readonly conn: Conn;
   /** Where reads go when standbys are given (useReplicas); absent: everything on this pool. */
   private router: ReadRouter<PgDb> | null = null;
@@ -224,6 +227,54 @@ export class PgDb implements Db, SweepDb, ChangeLog {
     return this.route((db) => history.recordOrHistoryExists(db.kysely, cls, rid));
   }
 
+  // ---- transactions and idempotency keys (migration 0011, issue 33) ---------------------
+
+  async transaction<T>(fn: (tx: TxDb) => Promise<T>, opts: { rollback?: boolean } = {}): Promise<T> {
+    const client = await this.guard(() => this.pool.connect());
+    let done = false;
+    let broken: Error | undefined;
+    let out: T;
+    try {
+      await this.guard(() => client.query('begin'));
+      out = await fn(new PgDb(onClient(client), this.onSchemaMissing));
+      await this.guard(() => client.query(opts.rollback ? 'rollback' : 'commit'));
+      done = true;
+    } catch (e) {
+      if (!done) {
+        try {
+          await client.query('rollback');
+        } catch (r) {
+          broken = r instanceof Error ? r : new Error(String(r));
+        }
+      }
+      throw e;
+    } finally {
+      // Released before anything else runs: a request never holds two connections at once
+      // (64 writers on a pool of 10 would wait on each other).
+      client.release(broken);
+    }
+    // A session's answer carries the WAL position its writes reached (X-Kslate-Lsn): read
+    // after the commit, so a failure to read it cannot undo the write.
+    if (!opts.rollback && this.req) await this.rememberCurrentLsn().catch(() => undefined);
+    return out;
+  }
+
+  takeIdempotencyKey(author: string, key: string, digest: string) {
+    return this.guard(() => idempotency.takeIdempotencyKey(this.conn, author, key, digest));
+  }
+
+  storeIdempotencyKey(a: IdempotencyAnswer) {
+    return this.guard(() => idempotency.storeIdempotencyKey(this.conn, a));
+  }
+
+  purgeIdempotencyKeys(limit: number) {
+    return this.guard(() => idempotency.purgeIdempotencyKeys(this.kysely, limit));
+  }
+
+  countIdempotencyKeys() {
+    return this.guard(() => idempotency.countIdempotencyKeys(this.kysely));
+  }
+
   // ---- writes --------------------------------------------------------------------------
 
   writeField(w: WriteRequest) {
@@ -349,4 +400,13 @@ export class PgDb implements Db, SweepDb, ChangeLog {
   purgeConsoleSessions(limit: number) {
     return this.guard(() => sessions.purgeConsoleSessions(this.kysely, limit));
   }
+}
+
+/**
+ * One checked-out connection seen as a pool (what Conn and Kysely take): every statement of a
+ * transaction goes to it, and releasing it is left to `PgDb.transaction`.
+ */
+function onClient(client: pg.PoolClient): pg.Pool {
+  const borrowed = { query: client.query.bind(client), release() {} };
+  return { query: client.query.bind(client), connect: async () => borrowed, end: async () => {} } as unknown as pg.Pool;
 }

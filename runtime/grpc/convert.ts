@@ -191,11 +191,14 @@ export function recordMsg(r: Obj): RecordMsg {
 }
 
 export function writeResultMsg({ created, body }: Outcome): WriteResult {
-  return { record: str(body.record), field: str(body.field), version: num(body.version), record_version: num(body.record_version), created: created === true, ...optional('expires_at', body.expires_at) };
+  return { record: str(body.record), field: str(body.field), version: num(body.version), record_version: num(body.record_version), created: created === true, ...optional('expires_at', body.expires_at), ...dry(body) };
 }
 
+/** A dry run's result says so (issue 33); an ordinary one leaves the field unset. */
+const dry = (body: Obj): { dry_run?: true } => (body.dry_run === true ? { dry_run: true } : {});
+
 export function appendResultMsg({ created, body }: Outcome): AppendResult {
-  return { record: str(body.record), field: str(body.field), seq: num(body.seq), record_version: num(body.record_version), created: created === true, ...optional('expires_at', body.expires_at) };
+  return { record: str(body.record), field: str(body.field), seq: num(body.seq), record_version: num(body.record_version), created: created === true, ...optional('expires_at', body.expires_at), ...dry(body) };
 }
 
 export function claimResultMsg({ created, body }: Outcome): ClaimResult {
@@ -208,6 +211,7 @@ export function claimResultMsg({ created, body }: Outcome): ClaimResult {
     record_version: num(body.record_version),
     ...optional('took_over_from', body.took_over_from),
     created: created === true,
+    ...dry(body),
   };
 }
 
@@ -231,7 +235,7 @@ export function transactResultMsg({ created, body }: Outcome): TransactResult {
 }
 
 export function checkpointSaveResultMsg({ body }: Outcome): CheckpointSaveResult {
-  return { record: str(body.record), role: str(body.role), checkpoint_id: num(body.checkpoint_id), record_version: num(body.record_version) };
+  return { record: str(body.record), role: str(body.role), checkpoint_id: num(body.checkpoint_id), record_version: num(body.record_version), ...dry(body) };
 }
 
 export function checkpointLoadResultMsg({ body }: Outcome): CheckpointLoadResult {

@@ -14,6 +14,7 @@ export interface AppendRequest {
   'declare_no_premises'?: (boolean);
   'invocation'?: (_google_protobuf_Struct | null);
   'ttl_seconds'?: (number | string | Long);
+  'dry_run'?: (boolean);
   '_ttl_seconds'?: "ttl_seconds";
 }
 
@@ -26,5 +27,6 @@ export interface AppendRequest__Output {
   'declare_no_premises': (boolean);
   'invocation': (_google_protobuf_Struct__Output | null);
   'ttl_seconds'?: (number);
+  'dry_run': (boolean);
   '_ttl_seconds'?: "ttl_seconds";
 }

@@ -15,6 +15,7 @@ export interface PutRequest {
   'declare_no_premises'?: (boolean);
   'invocation'?: (_google_protobuf_Struct | null);
   'ttl_seconds'?: (number | string | Long);
+  'dry_run'?: (boolean);
   '_evidence'?: "evidence";
   '_ttl_seconds'?: "ttl_seconds";
 }
@@ -29,6 +30,7 @@ export interface PutRequest__Output {
   'declare_no_premises': (boolean);
   'invocation': (_google_protobuf_Struct__Output | null);
   'ttl_seconds'?: (number);
+  'dry_run': (boolean);
   '_evidence'?: "evidence";
   '_ttl_seconds'?: "ttl_seconds";
 }

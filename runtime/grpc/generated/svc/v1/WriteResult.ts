@@ -9,6 +9,7 @@ export interface WriteResult {
   'record_version'?: (number | string | Long);
   'created'?: (boolean);
   'expires_at'?: (string);
+  'dry_run'?: (boolean);
   '_expires_at'?: "expires_at";
 }
 
@@ -19,5 +20,6 @@ export interface WriteResult__Output {
   'record_version': (number);
   'created': (boolean);
   'expires_at'?: (string);
+  'dry_run': (boolean);
   '_expires_at'?: "expires_at";
 }
