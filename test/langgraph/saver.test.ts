@@ -75,8 +75,16 @@ test('two workers resuming one thread: one writes the next step, the other gets 
   expect(refused[0].reason).toBeInstanceOf(ThreadConflictError);
   expect(String(refused[0].reason.message)).toMatch(/has moved on/);
   // One line of history: plan, act once.
-  const state = await graph(new KslateSaver({ url: t.url, token: KEYS.alice, prefix })).getState(config);
+  const saver = new KslateSaver({ url: t.url, token: KEYS.alice, prefix });
+  const state = await graph(saver).getState(config);
   expect(state.values).toEqual({ steps: ['plan', 'act'] });
+  // The refused step is in the audit trail: a STALE attempt on the thread's head by the loser.
+  const rows = await saver.threadHistory('ticket-2');
+  const stale = rows.filter((r) => r.outcome === 'stale');
+  expect(stale).toHaveLength(1);
+  const winner = rows.find((r) => r.outcome === 'applied')!.author;
+  expect(refused[0].reason.currentAuthor).toBe(winner);
+  expect(stale[0].author).not.toBe(winner);
 });
 
 test('puts racing from one parent: exactly one moves the head; the audit history shows both writers', async () => {

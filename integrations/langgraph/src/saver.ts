@@ -32,7 +32,7 @@ import {
   type SerializerProtocol,
 } from '@langchain/langgraph-checkpoint';
 import type { RunnableConfig } from '@langchain/core/runnables';
-import { KslateError, StaleError, type KslateClient, type RecordHandle } from '@kslate/client';
+import { KslateError, StaleError, type HistoryRow, type KslateClient, type RecordHandle } from '@kslate/client';
 import { blobBytes, connect, recordId, toBlob, type Blob, type Connection } from './codec.js';
 
 export const DEFAULT_CHECKPOINT_CLASS = 'langgraph-checkpoints';
@@ -75,6 +75,8 @@ export interface KslateSaverOptions extends Connection {
   serde?: SerializerProtocol;
 }
 
+const headKey = (thread: string, gen: number, ns: string, id: string) => JSON.stringify([thread, gen, ns, id]);
+
 type Configurable = { thread_id?: string; checkpoint_ns?: string; checkpoint_id?: string };
 
 export class KslateSaver extends BaseCheckpointSaver {
@@ -87,6 +89,31 @@ export class KslateSaver extends BaseCheckpointSaver {
     this.client = connect(opts);
     this.className = opts.className ?? DEFAULT_CHECKPOINT_CLASS;
     this.prefix = opts.prefix ?? 'default';
+  }
+
+  /** The head version at which a checkpoint became its lane's head, as this saver last saw it. */
+  private readonly heads = new Map<string, number>();
+
+  private rememberHead(thread: string, gen: number, ns: string, id: string, version: number): void {
+    const k = headKey(thread, gen, ns, id);
+    this.heads.delete(k);
+    this.heads.set(k, version);
+    if (this.heads.size > 1000) this.heads.delete(this.heads.keys().next().value!);
+  }
+
+  /**
+   * The audit trail of a thread: every attempt to move its head (newest first), applied or
+   * refused, with its author — who wrote each step, and who was refused.
+   */
+  async threadHistory(threadId: string, checkpointNs = ''): Promise<HistoryRow[]> {
+    const gen = (await this.generation(threadId)).value;
+    const lane = await this.rec('l', [this.prefix, threadId, gen, checkpointNs]);
+    try {
+      return (await lane.history({ field: 'head' })).history;
+    } catch (e) {
+      if (e instanceof KslateError && e.code === 'NOT_FOUND') return [];
+      throw e;
+    }
   }
 
   private async rec(kind: string, parts: (string | number)[]): Promise<RecordHandle> {
@@ -177,8 +204,10 @@ export class KslateSaver extends BaseCheckpointSaver {
     let id: string | undefined = getCheckpointId(config);
     if (!id) {
       const lane = await (await this.rec('l', [this.prefix, thread, gen, ns])).find({ fields: ['head'] });
-      id = (lane?.fields.head as { value?: string } | undefined)?.value;
+      const head = lane?.fields.head as { value?: string; version: number } | undefined;
+      id = head?.value;
       if (!id) return undefined;
+      this.rememberHead(thread, gen, ns, id, head!.version);
     }
     const stored = await this.doc(thread, gen, ns, id);
     return stored ? this.tuple(thread, gen, ns, id, stored) : undefined;
@@ -250,29 +279,44 @@ export class KslateSaver extends BaseCheckpointSaver {
     const cp = await this.rec('c', [this.prefix, thread, gen, ns, copy.id]);
     await cp.update('doc', () => doc, { retries: 3, evidence: undefined });
 
-    // The compare-and-set of the thread: from the parent to this checkpoint.
+    // The compare-and-set of the thread: from the parent to this checkpoint. When this saver
+    // saw the version at which the parent became the head (it loaded or wrote it), the write
+    // names that version, so a refused step is a STALE row in the lane's history too.
     let created = false;
-    try {
-      const res = await lane.update<string>(
-        'head',
-        (head, version) => {
-          created = version === 0;
-          if (parent && head !== undefined && head !== parent && head !== copy.id) throw new ThreadConflictError(thread, ns, parent, head);
-          return copy.id;
-        },
-        { retries: 20 },
-      );
-      void res;
-    } catch (e) {
-      if (e instanceof ThreadConflictError) {
-        const author = await lane
-          .get({ fields: ['head'] })
-          .then((r) => (r.fields.head as { author?: string }).author)
-          .catch(() => undefined);
-        throw new ThreadConflictError(e.threadId, e.checkpointNs, e.expectedParent, e.currentHead, author);
+    let headVersion: number;
+    const known = parent ? this.heads.get(headKey(thread, gen, ns, parent)) : undefined;
+    if (known !== undefined) {
+      try {
+        headVersion = (await lane.put('head', copy.id, { expectedVersion: known })).version;
+      } catch (e) {
+        if (!(e instanceof StaleError)) throw e;
+        if (e.currentValue !== copy.id) throw new ThreadConflictError(thread, ns, parent!, String(e.currentValue), e.currentAuthor ?? undefined);
+        headVersion = e.currentVersion; // our own write, answered STALE on its retry
       }
-      throw e;
+    } else {
+      try {
+        const res = await lane.update<string>(
+          'head',
+          (head, version) => {
+            created = version === 0;
+            if (parent && head !== undefined && head !== parent && head !== copy.id) throw new ThreadConflictError(thread, ns, parent, head);
+            return copy.id;
+          },
+          { retries: 20 },
+        );
+        headVersion = res.version;
+      } catch (e) {
+        if (e instanceof ThreadConflictError) {
+          const author = await lane
+            .get({ fields: ['head'] })
+            .then((r) => (r.fields.head as { author?: string }).author)
+            .catch(() => undefined);
+          throw new ThreadConflictError(e.threadId, e.checkpointNs, e.expectedParent, e.currentHead, author);
+        }
+        throw e;
+      }
     }
+    this.rememberHead(thread, gen, ns, copy.id, headVersion);
     const evidence = 'LangGraph checkpoint (KslateSaver)';
     await lane.append('log', copy.id, { evidence });
     if (created) {
