@@ -12,6 +12,8 @@ export interface CutProxy {
   cutAll(): void;
   /** The next answer whose first bytes match `match` (default: any) is dropped with its connection. */
   cutNextAnswer(match?: RegExp): Promise<void>;
+  /** While on, every connection is cut as soon as it is accepted (the target looks down). */
+  refuse(on: boolean): void;
   /** Connections accepted so far. */
   connections(): number;
   close(): Promise<void>;
@@ -22,8 +24,13 @@ export async function startCutProxy(target: string): Promise<CutProxy> {
   const open = new Set<Socket>();
   let accepted = 0;
   let pendingCut: { match: RegExp; done: () => void } | undefined;
+  let refusing = false;
   const server = createServer((client) => {
     accepted++;
+    if (refusing) {
+      client.destroy();
+      return;
+    }
     const upstream = connect(Number(t.port), t.hostname);
     open.add(client);
     const forget = () => {
@@ -56,6 +63,10 @@ export async function startCutProxy(target: string): Promise<CutProxy> {
       return new Promise<void>((done) => {
         pendingCut = { match, done };
       });
+    },
+    refuse(on) {
+      refusing = on;
+      if (on) for (const s of open) s.destroy();
     },
     connections: () => accepted,
     close() {
