@@ -277,7 +277,11 @@ export class KslateSaver extends BaseCheckpointSaver {
       refs,
     };
     const cp = await this.rec('c', [this.prefix, thread, gen, ns, copy.id]);
-    await cp.update('doc', () => doc, { retries: 3, evidence: undefined });
+    // A new checkpoint id: the record does not exist yet (expected_version 0, no read first).
+    await cp.put('doc', doc, { expectedVersion: 0 }).catch((e) => {
+      if (!(e instanceof StaleError)) throw e;
+      return cp.put('doc', doc, { expectedVersion: e.currentVersion });
+    });
 
     // The compare-and-set of the thread: from the parent to this checkpoint. When this saver
     // saw the version at which the parent became the head (it loaded or wrote it), the write
