@@ -2,7 +2,8 @@
  * The packages as users get them: a consumer file touching every method of @kslate/client
  * type-checks with `tsc --noEmit` and no Node types; `npm pack` of @kslate/client and
  * @kslate/langgraph gives tarballs that install into an empty project, whose code then
- * writes through both against a real gateway.
+ * writes through both against a real gateway. (Packed with --ignore-scripts: prepack would
+ * rebuild dist/ while other test files import it; `npm ci` built it already.)
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,7 +36,7 @@ test('a consumer using every method type-checks (tsc --noEmit, no Node types)', 
 
 test('npm pack of both packages installs into an empty project and works', async () => {
   const pack = async (ws: string) => {
-    const { stdout } = await run('npm', ['pack', '--silent', '--pack-destination', dir, '-w', ws], { cwd: ROOT });
+    const { stdout } = await run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir, '-w', ws], { cwd: ROOT });
     return join(dir, stdout.trim().split('\n').pop()!);
   };
   const client = await pack('@kslate/client');
