@@ -96,6 +96,21 @@ test('items are kslate records with an audit history; concurrent writers of one 
   expect(new Set(applied.map((h) => h.author))).toEqual(new Set(['apikey:alice', 'apikey:bob']));
 });
 
+test('deleting an item that is not there writes nothing', async () => {
+  const prefix = randomUUID();
+  const s = new KslateStore({ url: t.url, token: KEYS.alice, prefix });
+  await s.delete(['x'], 'never');
+  await s.put(['x'], 'k', { v: 1 });
+  await s.delete(['x'], 'k');
+  await s.delete(['x'], 'k');
+  expect(await s.get(['x'], 'k')).toBeNull();
+  const c = kslate({ url: t.url, token: KEYS.alice });
+  const [rec] = (await c.records('langgraph-store').query({ store: prefix })).records;
+  const ops = (await c.records('langgraph-store').history(rec.record.split('/')[1], { field: 'item' })).history;
+  expect(ops).toHaveLength(2); // the put and one delete
+  expect((await c.records('langgraph-store').query({ store: prefix })).records).toHaveLength(1);
+});
+
 test('two stores with different prefixes do not see each other', async () => {
   const a = new KslateStore({ url: t.url, token: KEYS.alice, prefix: randomUUID() });
   const b = new KslateStore({ url: t.url, token: KEYS.alice, prefix: randomUUID() });

@@ -121,19 +121,26 @@ export class KslateStore extends BaseStore {
     if (op.value !== null) validateNamespace(op.namespace);
     const h = await this.handle(op.namespace, op.key);
     let created = false;
+    const nothingToDelete = new Error('nothing to delete');
     await h.update<Stored | null>(
       'item',
       (cur, version) => {
         created = version === 0;
         const now = new Date().toISOString();
-        if (op.value === null) return cur ? { ...cur, value: null, updated_at: now } : { namespace: op.namespace, key: op.key, value: null, created_at: now, updated_at: now };
+        if (op.value === null) {
+          // Deleting what is not there (or already deleted) writes nothing.
+          if (!cur || cur.value === null) throw nothingToDelete;
+          return { ...cur, value: null, updated_at: now };
+        }
         // A deleted item written again starts a new life.
         const createdAt = cur && cur.value !== null ? cur.created_at : now;
         return { namespace: op.namespace, key: op.key, value: op.value, created_at: createdAt, updated_at: now };
       },
       { retries: 20 },
-    );
-    if (created) await h.put('store', this.prefix, { expectedVersion: 0 }).catch(() => undefined);
+    ).catch((e) => {
+      if (e !== nothingToDelete) throw e;
+    });
+    if (created && op.value !== null) await h.put('store', this.prefix, { expectedVersion: 0 }).catch(() => undefined);
   }
 
   private search_(op: SearchOperation, all: Stored[]): SearchItem[] {
