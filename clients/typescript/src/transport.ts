@@ -143,7 +143,8 @@ export class Transport {
       }
       const retryable = res.status === 503 || (res.status === 409 && (await isKeyInUse(res)));
       if (!retryable || n + 1 >= attempts) {
-        if (write && res.ok) this.noteLsn(res);
+        // Refusals that leave a history row (STALE, HELD, ...) carry one too: reading that row back is a read of your write.
+        if (write) this.noteLsn(res);
         return res;
       }
       const wait = retryAfterMs(res, max) ?? backoff(n, base, max);
