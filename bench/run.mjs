@@ -301,7 +301,7 @@ async function main() {
     };
     await runOne('mcp', async () => {
       if (!wantMcp) {
-        say('  mcp: not available (dist/runtime/mcp/server.js is not in this build)');
+        say('  mcp: not available (dist/runtime/http/mcp/server.js is not in this build)');
         return [{ scenario: 'put', transport: 'mcp', clients: top, unavailable: true }];
       }
       // The wire client's row (the target) first, right after its HTTP reference.

@@ -155,7 +155,7 @@ export function parseWith<S extends v.GenericSchema>(
 }
 
 // Shared pieces of the write bodies.
-// The descriptions are what MCP clients and models read in the tool listing (runtime/mcp/tools.ts
+// The descriptions are what MCP clients and models read in the tool listing (runtime/http/mcp/tools.ts
 // converts these schemas); they change nothing in parsing.
 export const premiseSchema = v.strictObject({
   field: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.description('A field of the same record your decision relies on.')),

@@ -166,6 +166,62 @@ export type RequestResult =
   /** `identity` is absent when the credential was refused. */
   | { ok: false; identity?: Identity; error: SvcError };
 
+/** How `Caller.run` differs from the caller's own request. */
+export interface RunOptions {
+  /** Count the call in the operation's latency histogram (`invoke`'s `timed`). */
+  timed?: boolean;
+  /** Run without the caller's X-Svc-Scope (a check that is not a read the scope should count). */
+  unscoped?: boolean;
+  /** The credential to follow instead of the request's (an MCP session's latest). */
+  credential?: Credential;
+}
+
+/**
+ * An authenticated caller: who it is, the scope and request id it sent, and `run`, the one
+ * way any transport calls an operation (HTTP routes, MCP tools, resources and sessions, gRPC,
+ * the console, Workers). Each `run` builds a fresh handler context (handlers keep per-call
+ * trace state on it), invokes, and maps any error to the spec's SvcError, which it throws.
+ */
+export interface Caller {
+  readonly identity: Identity;
+  readonly scope: string | undefined;
+  readonly requestId: string;
+  /**
+   * Decode the input (a SvcError from `decode` is the caller's answer like the handler's) and
+   * run the operation. A ClientClosedRequest is thrown on as it is: there is no one to answer.
+   */
+  run<I>(op: Operation<I>, decode: () => I | Promise<I>, opts?: RunOptions): Promise<Outcome>;
+  /** Any error as the SvcError the caller is answered (an unexpected fault is logged, INTERNAL). */
+  errorOf(e: unknown): SvcError;
+}
+
+/** The caller of a request whose credential was judged (`authenticateCaller`, or a session that holds one). */
+export function callerFor(s: AppServices, identity: Identity, meta: Pick<RequestMeta, 'scope' | 'requestId' | 'authorization'>): Caller {
+  const errorOf = (e: unknown) => asSvcError(e, { log: s.log, requestId: meta.requestId });
+  return {
+    identity,
+    scope: meta.scope,
+    requestId: meta.requestId,
+    errorOf,
+    async run<I>(op: Operation<I>, decode: () => I | Promise<I>, opts: RunOptions = {}): Promise<Outcome> {
+      try {
+        const input = await decode();
+        const credential = opts.credential ?? (s.watch ? credentialOf(s, meta.authorization, identity) : undefined);
+        const ctx = makeCtx(s, identity, opts.unscoped ? undefined : meta.scope, meta.requestId, credential);
+        return await invoke(op, ctx, input, { timed: opts.timed });
+      } catch (e) {
+        if (e instanceof ClientClosedRequest) throw e;
+        throw errorOf(e);
+      }
+    },
+  };
+}
+
+/** `authenticate → caller`: the credential check (with its budget), then the caller that runs operations. */
+export async function authenticateCaller(s: AppServices, meta: RequestMeta): Promise<Caller> {
+  return callerFor(s, await authenticateRequest(s, meta.address, meta.authorization), meta);
+}
+
 /**
  * One request: authenticate, decode (after the credential check, so an anonymous caller
  * learns nothing from input errors), build the context, invoke, and map any error. A
@@ -178,15 +234,12 @@ export async function runRequest<I>(
   decode: () => I | Promise<I>,
   opts: { timed?: boolean } = {},
 ): Promise<RequestResult> {
-  let identity: Identity | undefined;
+  let caller: Caller | undefined;
   try {
-    identity = await authenticateRequest(s, meta.address, meta.authorization);
-    const input = await decode();
-    const ctx = makeCtx(s, identity, meta.scope, meta.requestId, s.watch ? credentialOf(s, meta.authorization, identity) : undefined);
-    const out = await invoke(op, ctx, input, opts);
-    return { ok: true, identity, out };
+    caller = await authenticateCaller(s, meta);
+    return { ok: true, identity: caller.identity, out: await caller.run(op, decode, opts) };
   } catch (e) {
     if (e instanceof ClientClosedRequest) throw e;
-    return { ok: false, identity, error: asSvcError(e, { log: s.log, requestId: meta.requestId }) };
+    return { ok: false, identity: caller?.identity, error: asSvcError(e, { log: s.log, requestId: meta.requestId }) };
   }
 }

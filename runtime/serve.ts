@@ -11,7 +11,7 @@ import type { Logger } from '../handlers/context.js';
 import type { Config } from './config.js';
 import type { GrpcServer } from './grpc/server.js';
 import { createApp, healthz, readyz } from './http/app.js';
-import { McpSessions } from './mcp/sessions.js';
+import { McpSessions } from './http/mcp/sessions.js';
 import { listenHttp } from './http/listen.js';
 import { nodePeer } from './http/node-peer.js';
 import { createServices, portInUse, type Services } from './services.js';

@@ -1,6 +1,6 @@
 /**
  * The put scenario over MCP and gRPC, each at the top concurrency, as a ratio to HTTP put.
- * Hooks: each runs only when its server is in the build (dist/runtime/mcp/server.js,
+ * Hooks: each runs only when its server is in the build (dist/runtime/http/mcp/server.js,
  * dist/runtime/grpc/server.js); otherwise the scenario reports "not available".
  *
  * Both drive the same partitioned records as the HTTP put (each client writes only records it

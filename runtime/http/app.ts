@@ -9,7 +9,7 @@ import type { RawBody } from '../../handlers/body.js';
 import { SvcError } from '../../handlers/errors.js';
 import { asSvcError, operations, type Operation } from '../../handlers/index.js';
 import { watchOperations } from '../../handlers/watch.js';
-import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } from '../mcp/server.js';
+import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } from './mcp/server.js';
 import { ClientClosedRequest, runRequest, type AppServices } from '../request.js';
 import { readBody } from './body.js';
 import { addErrorHeaders, reply, replyText, RETRY_AFTER_SECONDS } from './reply.js';
@@ -17,8 +17,8 @@ import { mountProtectedResource, PRM_PATH, PRM_RESOURCES } from './protected-res
 import { serveWatch } from './watch-sse.js';
 import { requestIdFrom, requestMeta, type AppEnv, type PeerAddress } from './env.js';
 import { OPENAPI_PATH, serveOpenApi } from './openapi.js';
-import { mountConsole } from '../ui/console.js';
-import type { SessionOptions } from '../ui/session.js';
+import { mountConsole } from './ui/console.js';
+import type { SessionOptions } from './ui/session.js';
 
 /**
  * The HTTP/JSON and MCP app over any runtime's services; `peer` gives the client's address,

@@ -8,7 +8,7 @@ import * as v from 'valibot';
 import type { Context } from 'hono';
 import { openApiDocument, operationRoutes, type Json, type RouteDoc } from '../../handlers/openapi.js';
 import { WATCH_ROUTES } from '../../handlers/watch-openapi.js';
-import { MCP_PATH, MCP_SESSION_PATH } from '../mcp/server.js';
+import { MCP_PATH, MCP_SESSION_PATH } from './mcp/server.js';
 import { REQUEST_ID } from './env.js';
 import { PRM_PATH, PRM_RESOURCES, protectedResourceBody } from './protected-resource.js';
 
@@ -74,7 +74,7 @@ const PROTECTED_RESOURCE_ROUTES: RouteDoc[] = PRM_RESOURCES.map((resource) => ({
   ...(resource === '' ? { schemas: { ProtectedResourceMetadata: protectedResourceBody } } : {}),
 }));
 
-/** The routes the HTTP transport mounts besides the operations (runtime/http/app.ts, runtime/mcp/server.ts). */
+/** The routes the HTTP transport mounts besides the operations (runtime/http/app.ts, runtime/http/mcp/server.ts). */
 export const RUNTIME_ROUTES: RouteDoc[] = [
   ...PROTECTED_RESOURCE_ROUTES,
   {

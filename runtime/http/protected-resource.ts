@@ -9,7 +9,7 @@
 import type { Context, Hono } from 'hono';
 import * as v from 'valibot';
 import { SvcError } from '../../handlers/errors.js';
-import { MCP_PATH, MCP_SESSION_PATH } from '../mcp/server.js';
+import { MCP_PATH, MCP_SESSION_PATH } from './mcp/server.js';
 import { trustedHop, type AppServices } from '../request.js';
 import type { AppEnv } from './env.js';
 

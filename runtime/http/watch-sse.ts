@@ -57,7 +57,7 @@ export function sseChunks(item: WatchItem): Uint8Array[] {
  * is a JSON error before the stream starts; then the handler's stream as Server-Sent Events:
  * `open` (where it starts), `change` (id: the resume token), comment-line heartbeats, and a
  * last `end` event when the gateway ends it. Last-Event-ID resumes. `meta` carries the
- * credential: the request's own (the API) or the console's cookie (runtime/ui).
+ * credential: the request's own (the API) or the console's cookie (runtime/http/ui).
  */
 export async function serveWatch(c: Context<AppEnv>, s: AppServices, op: Operation, meta: RequestMeta): Promise<Response> {
   const r = await runRequest(s, meta, op, () => {

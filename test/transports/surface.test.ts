@@ -18,7 +18,7 @@ import { queryParams, QUERY_LIMIT_MAX } from '../../handlers/query.js';
 import { loadSvcProto } from '../../runtime/grpc/proto.js';
 import { SERVICE_NAME } from '../../runtime/grpc/server.js';
 import { watchOperations } from '../../handlers/watch.js';
-import { TOOL_LIST } from '../../runtime/mcp/tools.js';
+import { TOOL_LIST } from '../../runtime/http/mcp/tools.js';
 
 const ops = Object.values(operations) as Operation[];
 

@@ -1,9 +1,9 @@
 /**
- * The console's timeline (runtime/ui/timeline.ts) on hand-made history pages: what it can
+ * The console's timeline (runtime/http/ui/timeline.ts) on hand-made history pages: what it can
  * and cannot say when the rows that explain an attempt are not on the page.
  */
 import { describe, expect, test } from 'vitest';
-import { buildTimeline, type HistoryRow } from '../../runtime/ui/timeline.js';
+import { buildTimeline, type HistoryRow } from '../../runtime/http/ui/timeline.js';
 
 let seq = 0;
 const row = (r: Partial<HistoryRow> & Pick<HistoryRow, 'field' | 'op' | 'outcome'>): HistoryRow => ({

@@ -32,7 +32,7 @@ test('the bundle pulls in no Node-only package or runtime file', async () => {
     ];
     expect(inputs.filter((f) => forbidden.some((re) => re.test(f)))).toEqual([]);
     // The adapter itself is in, with the shared app and the sweep.
-    expect(inputs).toEqual(expect.arrayContaining(['runtime/workers/index.ts', 'runtime/http/app.ts', 'runtime/mcp/server.ts', 'worker/sweep.ts']));
+    expect(inputs).toEqual(expect.arrayContaining(['runtime/workers/index.ts', 'runtime/http/app.ts', 'runtime/http/mcp/server.ts', 'worker/sweep.ts']));
     const imports = new Set(Object.values(meta.outputs).flatMap((o) => o.imports.map((i) => i.path)));
     // pg-native is required only by pg's native mode (inside a try), never used here.
     const foreign = [...imports].filter((p) => !/^node:[a-z_/]+$/.test(p) && p !== 'cloudflare:sockets' && p !== 'pg-native');

@@ -33,15 +33,14 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { Credential, Logger } from '../../handlers/context.js';
-import { SvcError } from '../../handlers/errors.js';
-import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
-import type { Identity } from '../../handlers/types.js';
-import { watchOperations, type WatchRecordInput } from '../../handlers/watch.js';
-import type { EndReason, WatchStream } from '../../handlers/watch-feed.js';
-import type { AppEnv } from '../http/env.js';
-import type { Limit } from '../metrics.js';
-import { credentialOf, makeCtx, type AppServices } from '../request.js';
+import type { Credential, Logger } from '../../../handlers/context.js';
+import { SvcError } from '../../../handlers/errors.js';
+import { operations, type Operation } from '../../../handlers/index.js';
+import { watchOperations, type WatchRecordInput } from '../../../handlers/watch.js';
+import type { EndReason, WatchStream } from '../../../handlers/watch-feed.js';
+import type { AppEnv } from '../env.js';
+import type { Limit } from '../../metrics.js';
+import { credentialOf, type AppServices, type Caller } from '../../request.js';
 import { ResourceRefusal, routeOf } from './resources.js';
 import { createMcpServer, MAX_MCP_BODY_BYTES, readMcpPost, tooLarge, type McpExtra, type McpOptions, type SessionEndpoint } from './server.js';
 
@@ -54,13 +53,6 @@ export interface SessionLimits {
   maxSubscriptions: number;
   /** A session without a GET stream and without requests, or with a notification its client has not taken, ends after this (--mcp-session-idle). */
   idleMs: number;
-}
-
-/** Who sent one POST of a session: what the handlers' context is built from. */
-interface Caller {
-  identity: Identity;
-  scope: string | undefined;
-  requestId: string;
 }
 
 const NOTIFICATION = 'notifications/resources/updated';
@@ -96,8 +88,8 @@ export class McpSessions implements SessionEndpoint {
   }
 
   /** One request on /mcp/session, after the credential check. */
-  async handle(c: Context<AppEnv>, s: AppServices, identity: Identity, opts: McpOptions): Promise<Response> {
-    const caller: Caller = { identity, scope: c.req.header('x-svc-scope'), requestId: c.get('requestId') };
+  async handle(c: Context<AppEnv>, s: AppServices, caller: Caller, opts: McpOptions): Promise<Response> {
+    const identity = caller.identity;
     let req = c.req.raw;
     let parsedBody: unknown;
     if (req.method === 'POST') {
@@ -277,7 +269,7 @@ class Session {
       // DELETE ends the session.
       onsessionclosed: () => void this.close(),
     });
-    this.server = createMcpServer((extra) => this.ctxOf(extra), opts, {
+    this.server = createMcpServer(callerOf, opts, {
       subscribe: (uri, extra) => this.subscribe(uri, callerOf(extra)),
       unsubscribe: async (uri) => this.unsubscribe(uri),
     });
@@ -303,11 +295,6 @@ class Session {
     for (const at of this.inflight.values()) if (now - at > idleMs) return 'slow';
     if (this.stream === null && now - this.lastUsed > idleMs) return 'idle';
     return null;
-  }
-
-  private ctxOf(extra: McpExtra) {
-    const caller = callerOf(extra);
-    return makeCtx(this.s, caller.identity, caller.scope, caller.requestId);
   }
 
   /**
@@ -338,11 +325,12 @@ class Session {
       }
       // Without the scope: checking that the resource may be read is not a read the scope's
       // premise inference should count. The watch below claims the scope as a read does.
-      const readCtx = makeCtx(this.s, caller.identity, undefined, caller.requestId);
       try {
-        await invoke(route.op, readCtx, route.op.fromHttp({ params: route.params, query: route.query, names: route.names, body: { kind: 'none' } }));
+        await caller.run(route.op, () => route.op.fromHttp({ params: route.params, query: route.query, names: route.names, body: { kind: 'none' } }), {
+          unscoped: true,
+        });
       } catch (e) {
-        throw new ResourceRefusal(asSvcError(e, readCtx));
+        throw new ResourceRefusal(caller.errorOf(e));
       }
       const fields = route.query.fields === undefined ? null : new Set(route.query.fields.split(',').map((f) => f.trim()));
       const sub: Subscription = {
@@ -379,14 +367,13 @@ class Session {
 
   /** The record's watch through its handler: every refusal is the handler's, as a ResourceRefusal. */
   private async watch(cls: string, id: string, caller: Caller, after: number | null): Promise<WatchStream> {
-    const ctx = makeCtx(this.s, caller.identity, caller.scope, caller.requestId, this.credential);
     const input: WatchRecordInput =
       after === null ? { class: cls, id, params: [] } : { class: cls, id, from_record_version: after, params: ['from_record_version'] };
     try {
-      const out = await invoke(watchOperations.watchRecord as Operation<WatchRecordInput>, ctx, input);
+      const out = await caller.run(watchOperations.watchRecord as Operation<WatchRecordInput>, () => input, { credential: this.credential });
       return out.stream as WatchStream;
     } catch (e) {
-      throw new ResourceRefusal(asSvcError(e, ctx));
+      throw new ResourceRefusal(caller.errorOf(e));
     }
   }
 

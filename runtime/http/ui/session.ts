@@ -17,8 +17,8 @@
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { CookieOptions } from 'hono/utils/cookie';
-import type { AppEnv } from '../http/env.js';
-import type { AppServices } from '../request.js';
+import type { AppEnv } from '../env.js';
+import type { AppServices } from '../../request.js';
 
 export const UI_PATH = '/ui';
 /** The cookie's name; under TLS it is `__Host-kslate_console` (Secure, Path=/, no Domain). */

@@ -1,21 +1,21 @@
 /**
  * The six MCP tools (decisions §7): each one translates its arguments into the input of one
- * operation of the table and calls `invoke`, so the MCP answer is the HTTP body. No rule lives
+ * operation of the table and calls it through the caller's `run` (runtime/request.ts), so the MCP answer is the HTTP body. No rule lives
  * here: arguments are not validated (the JSON Schemas are for the client and the model), the
  * handlers produce MALFORMED at their step of the rejection order, with HTTP's message.
  */
 import * as v from 'valibot';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { jsonProblem, type RawBody } from '../../handlers/body.js';
-import type { Ctx } from '../../handlers/context.js';
-import { SvcError } from '../../handlers/errors.js';
-import type { CheckpointLoadInput } from '../../handlers/checkpoint-load.js';
-import type { GetInput } from '../../handlers/get.js';
-import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
-import type { McpSurface } from '../../handlers/types.js';
-import type { Outcome } from '../../handlers/pipeline.js';
-import type { QueryInput } from '../../handlers/query.js';
+import { jsonProblem, type RawBody } from '../../../handlers/body.js';
+import { SvcError } from '../../../handlers/errors.js';
+import type { CheckpointLoadInput } from '../../../handlers/checkpoint-load.js';
+import type { GetInput } from '../../../handlers/get.js';
+import { operations, type Operation } from '../../../handlers/index.js';
+import type { McpSurface } from '../../../handlers/types.js';
+import type { Outcome } from '../../../handlers/pipeline.js';
+import type { QueryInput } from '../../../handlers/query.js';
+import type { Caller } from '../../request.js';
 
 /** Tool arguments as the client sent them (any JSON object). */
 export type ToolArgs = Record<string, unknown>;
@@ -28,7 +28,7 @@ export type ToolArgs = Record<string, unknown>;
 export interface ToolDef {
   name: string;
   address: v.ObjectEntries;
-  run(ctx: Ctx, args: ToolArgs): Promise<Outcome>;
+  run(caller: Caller, args: ToolArgs): Promise<Outcome>;
 }
 
 // The table infers a read's input type from its HTTP mapping, where query values are text; the
@@ -156,7 +156,7 @@ export const TOOLS: readonly ToolDef[] = [
   {
     name: 'svc_get',
     address: { record },
-    run(ctx, a) {
+    run(caller, a) {
       const r = recordOf(a);
       const input = {
         ...r,
@@ -165,35 +165,35 @@ export const TOOLS: readonly ToolDef[] = [
         entries_before: queryText(a.entries_before, 'entries_before'),
         params: params(a, ['record']),
       };
-      return invoke(reads.get, ctx, input, TIMED);
+      return caller.run(reads.get, () => input, TIMED);
     },
   },
   {
     name: 'svc_put',
     address: { record, field },
-    run(ctx, a) {
+    run(caller, a) {
       const input = {
         ...recordOf(a),
         field: fieldOf(a),
         body: body(a, ['record', 'field']),
       };
-      return invoke(operations.put, ctx, input, TIMED);
+      return caller.run(operations.put, () => input, TIMED);
     },
   },
   {
     name: 'svc_append',
     address: { record, field },
-    run(ctx, a) {
+    run(caller, a) {
       const input = { ...recordOf(a), field: fieldOf(a), body: body(a, ['record', 'field']) };
-      return invoke(operations.append, ctx, input, TIMED);
+      return caller.run(operations.append, () => input, TIMED);
     },
   },
   {
     name: 'svc_claim',
     address: { record, field: v.pipe(v.string(), d('The task field to claim.')) },
-    run(ctx, a) {
+    run(caller, a) {
       const input = { ...recordOf(a), field: fieldOf(a), body: body(a, ['record', 'field']) };
-      return invoke(operations.claim, ctx, input, TIMED);
+      return caller.run(operations.claim, () => input, TIMED);
     },
   },
   {
@@ -202,13 +202,13 @@ export const TOOLS: readonly ToolDef[] = [
       record,
       action: v.pipe(v.picklist(actionsOf('svc_checkpoint')), d('"save" your progress or "load" the last saved one.')),
     },
-    run(ctx, a) {
+    run(caller, a) {
       const r = recordOf(a);
       const action = address(a, 'action', '"save" or "load"', { record: a.record });
-      if (action === 'save') return invoke(operations.checkpointSave, ctx, { ...r, body: body(a, ['record', 'action']) }, TIMED);
+      if (action === 'save') return caller.run(operations.checkpointSave, () => ({ ...r, body: body(a, ['record', 'action']) }), TIMED);
       if (action === 'load') {
         const input = { ...r, role: queryText(a.role, 'role'), params: params(a, ['record', 'action']) };
-        return invoke(reads.checkpointLoad, ctx, input, TIMED);
+        return caller.run(reads.checkpointLoad, () => input, TIMED);
       }
       throw new SvcError('MALFORMED', '`action` must be "save" or "load".', { record: a.record });
     },
@@ -216,7 +216,7 @@ export const TOOLS: readonly ToolDef[] = [
   {
     name: 'svc_query',
     address: { class: v.pipe(v.string(), d('The class name, e.g. "incident".')) },
-    run(ctx, a) {
+    run(caller, a) {
       const cls = address(a, 'class', 'the class name, e.g. "incident"');
       const input = {
         class: cls,
@@ -226,7 +226,7 @@ export const TOOLS: readonly ToolDef[] = [
         // The filters are one argument here, so the other arguments are checked like parameters.
         params: params(a, ['class', 'filters']),
       };
-      return invoke(reads.query, ctx, input, TIMED);
+      return caller.run(reads.query, () => input, TIMED);
     },
   },
 ];
@@ -306,16 +306,15 @@ export function toolResult(body: Record<string, unknown>, isError: boolean): Cal
  * specification shows for unknown tools); a rejection is the tool's error result with the
  * HTTP error body; an unexpected fault becomes INTERNAL with the request id (logged, never echoed).
  */
-export async function callTool(name: string, args: ToolArgs | undefined, newCtx: () => Ctx): Promise<CallToolResult> {
+export async function callTool(name: string, args: ToolArgs | undefined, caller: Caller): Promise<CallToolResult> {
   const tool = BY_NAME.get(name);
   if (!tool) {
     throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}; the tools are ${TOOLS.map((t) => t.name).join(', ')}.`);
   }
-  const ctx = newCtx();
   try {
-    const out = await tool.run(ctx, args ?? {});
+    const out = await tool.run(caller, args ?? {});
     return toolResult(out.body, false);
   } catch (e) {
-    return toolResult(asSvcError(e, ctx).body(), true);
+    return toolResult(caller.errorOf(e).body(), true);
   }
 }

@@ -2,8 +2,8 @@
  * The MCP transport: streamable HTTP at /mcp on the API port (interface.md, MCP). Stateless:
  * every POST gets a fresh low-level `Server` and transport (a stateless transport cannot be
  * reused), so any replica answers any call and no session id exists. The credential is checked
- * as on HTTP before any MCP method; the caller's identity and X-Svc-Scope reach the tools
- * through the per-request closure.
+ * as on HTTP before any MCP method (`authenticateCaller`); the tools and resources run their
+ * operations through that caller's `run` (runtime/request.ts), the lifecycle every transport shares.
  */
 import type { Context, Hono } from 'hono';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -23,14 +23,12 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
-import type { Ctx } from '../../handlers/context.js';
-import { asSvcError } from '../../handlers/index.js';
-import type { Identity } from '../../handlers/types.js';
-import { MAX_BODY_BYTES } from '../../handlers/body.js';
-import { SvcError } from '../../handlers/errors.js';
-import { readBody } from '../http/body.js';
-import { requestMeta, type AppEnv, type PeerAddress } from '../http/env.js';
-import { authenticateRequest, makeCtx, type AppServices } from '../request.js';
+import { asSvcError } from '../../../handlers/index.js';
+import { MAX_BODY_BYTES } from '../../../handlers/body.js';
+import { SvcError } from '../../../handlers/errors.js';
+import { readBody } from '../body.js';
+import { requestMeta, type AppEnv, type PeerAddress } from '../env.js';
+import { authenticateCaller, type AppServices, type Caller } from '../../request.js';
 import { listResources, listResourceTemplates, readResource } from './resources.js';
 import { callTool, TOOL_LIST, type ToolArgs } from './tools.js';
 
@@ -59,22 +57,22 @@ export interface McpOptions {
    */
   jsonSchemaValidator?: jsonSchemaValidator;
   /**
-   * The session registry behind /mcp/session (runtime/mcp/sessions.ts). Node passes one; a
+   * The session registry behind /mcp/session (runtime/http/mcp/sessions.ts). Node passes one; a
    * runtime without a long-lived process (Workers) passes none, and /mcp/session answers
    * 404 NOT_FOUND there, as the watch routes do.
    */
   sessions?: SessionEndpoint;
 }
 
-/** What serves /mcp/session: `McpSessions` (runtime/mcp/sessions.ts). */
+/** What serves /mcp/session: `McpSessions` (runtime/http/mcp/sessions.ts). */
 export interface SessionEndpoint {
-  handle(c: Context<AppEnv>, s: AppServices, identity: Identity, opts: McpOptions): Promise<Response>;
+  handle(c: Context<AppEnv>, s: AppServices, caller: Caller, opts: McpOptions): Promise<Response>;
 }
 
 /** What a request handler of the MCP server receives besides the request. */
 export type McpExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-/** A session server's subscription handlers (runtime/mcp/sessions.ts). */
+/** A session server's subscription handlers (runtime/http/mcp/sessions.ts). */
 export interface SubscriptionHandlers {
   subscribe(uri: string, extra: McpExtra): Promise<void>;
   unsubscribe(uri: string, extra: McpExtra): Promise<void>;
@@ -96,12 +94,12 @@ const INSTRUCTIONS = [
  */
 export function mountMcp(app: Hono<AppEnv>, s: AppServices, peer: PeerAddress, opts: McpOptions = {}): void {
   const servers = serverPool(opts);
-  app.post(MCP_PATH, (c) => withIdentity(c, s, peer, (identity) => serveMcp(c, s, identity, servers)));
-  app.on(['GET', 'DELETE'], MCP_PATH, (c) => withIdentity(c, s, peer, async () => methodNotAllowed()));
+  app.post(MCP_PATH, (c) => withCaller(c, s, peer, (caller) => serveMcp(c, s, caller, servers)));
+  app.on(['GET', 'DELETE'], MCP_PATH, (c) => withCaller(c, s, peer, async () => methodNotAllowed()));
   const sessions = opts.sessions;
   app.on([...MCP_METHODS], MCP_SESSION_PATH, (c) =>
-    withIdentity(c, s, peer, async (identity) => {
-      if (sessions && s.watch) return sessions.handle(c, s, identity, opts);
+    withCaller(c, s, peer, async (caller) => {
+      if (sessions && s.watch) return sessions.handle(c, s, caller, opts);
       const err = new SvcError(
         'NOT_FOUND',
         'MCP sessions (resource subscriptions) are not served on this runtime (Cloudflare Workers); use /mcp, or a Node gateway (`kslate serve`) for subscriptions.',
@@ -116,29 +114,28 @@ export function mountMcp(app: Hono<AppEnv>, s: AppServices, peer: PeerAddress, o
  * The credential check of every transport, before any MCP method: UNAUTHENTICATED (401) and
  * RATE_LIMITED (429) are plain HTTP answers with the error body, as on HTTP/JSON.
  */
-async function withIdentity(
+async function withCaller(
   c: Context<AppEnv>,
   s: AppServices,
   peer: PeerAddress,
-  next: (identity: Identity) => Promise<Response>,
+  next: (caller: Caller) => Promise<Response>,
 ): Promise<Response> {
-  let identity: Identity;
+  let caller: Caller;
   try {
-    const meta = requestMeta(c, s, peer);
-    identity = await authenticateRequest(s, meta.address, meta.authorization);
+    caller = await authenticateCaller(s, requestMeta(c, s, peer));
   } catch (e) {
     const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') });
     c.set('errorCode', err.code);
     return c.json(err.body(), err.status as 401);
   }
-  c.set('author', identity.author);
-  return next(identity);
+  c.set('author', caller.identity.author);
+  return next(caller);
 }
 
-/** A server of the pool, and the context factory of the request it serves now. */
+/** A server of the pool, and the caller of the request it serves now. */
 interface PooledServer {
   server: Server;
-  newCtx: (() => Ctx) | null;
+  caller: Caller | null;
 }
 
 /** Idle servers kept for the next POSTs; more than this many at once are made and dropped. */
@@ -156,29 +153,28 @@ function serverPool(opts: McpOptions) {
     acquire(): PooledServer {
       const reused = idle.pop();
       if (reused) return reused;
-      const p: PooledServer = { server: null as unknown as Server, newCtx: null };
+      const p: PooledServer = { server: null as unknown as Server, caller: null };
       p.server = createMcpServer(() => {
-        if (!p.newCtx) throw new Error('MCP server used outside a request');
-        return p.newCtx();
+        if (!p.caller) throw new Error('MCP server used outside a request');
+        return p.caller;
       }, opts);
       return p;
     },
     release(p: PooledServer) {
-      p.newCtx = null;
+      p.caller = null;
       if (idle.length < POOL_MAX) idle.push(p);
     },
   };
 }
 
 /** One POST: a pooled server and a fresh stateless transport, answered as JSON, then closed. */
-async function serveMcp(c: Context<AppEnv>, s: AppServices, identity: Identity, servers: ReturnType<typeof serverPool>): Promise<Response> {
-  const scope = c.req.header('x-svc-scope');
+async function serveMcp(c: Context<AppEnv>, s: AppServices, caller: Caller, servers: ReturnType<typeof serverPool>): Promise<Response> {
   const body = await readMcpPost(c.req.raw);
   if (body === 'too-large') return tooLarge();
   const { req, parsedBody } = body;
   const pooled = servers.acquire();
-  // A fresh context per tool call: the handlers keep per-call trace state on it.
-  pooled.newCtx = () => makeCtx(s, identity, scope, c.get('requestId'));
+  // The caller's `run` builds a fresh context per tool call: the handlers keep per-call trace state on it.
+  pooled.caller = caller;
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,
@@ -264,11 +260,11 @@ export function transportView(raw: Request): Request {
 /**
  * The low-level MCP server: JSON Schema tool listings, tool calls and resource reads
  * translated onto the operation table. Handlers are registered once per server (the pool
- * reuses it); the request's identity and scope come through `newCtx`. `resources` declares
+ * reuses it); the request's caller (identity, scope, `run`) comes through `callerOf`. `resources` declares
  * `subscribe` only with `subscriptions` (a session server of /mcp/session): a stateless POST
  * has no stream to notify on. Never `listChanged`.
  */
-export function createMcpServer(newCtx: (extra: McpExtra) => Ctx, opts: McpOptions = {}, subscriptions?: SubscriptionHandlers): Server {
+export function createMcpServer(callerOf: (extra: McpExtra) => Caller, opts: McpOptions = {}, subscriptions?: SubscriptionHandlers): Server {
   const server = new Server(SERVER_INFO, {
     // `subscribe` only where it works: a session server, whose client holds a GET stream.
     capabilities: { tools: {}, resources: subscriptions ? { subscribe: true } : {} },
@@ -277,11 +273,11 @@ export function createMcpServer(newCtx: (extra: McpExtra) => Ctx, opts: McpOptio
   });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
   server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
-    callTool(req.params.name, req.params.arguments as ToolArgs | undefined, () => newCtx(extra)),
+    callTool(req.params.name, req.params.arguments as ToolArgs | undefined, callerOf(extra)),
   );
-  server.setRequestHandler(ListResourcesRequestSchema, (_req, extra) => listResources(() => newCtx(extra)));
+  server.setRequestHandler(ListResourcesRequestSchema, (_req, extra) => listResources(callerOf(extra)));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => listResourceTemplates());
-  server.setRequestHandler(ReadResourceRequestSchema, (req, extra) => readResource(req.params.uri, () => newCtx(extra)));
+  server.setRequestHandler(ReadResourceRequestSchema, (req, extra) => readResource(req.params.uri, callerOf(extra)));
   if (subscriptions) {
     server.setRequestHandler(SubscribeRequestSchema, async (req, extra) => {
       await subscriptions.subscribe(req.params.uri, extra);

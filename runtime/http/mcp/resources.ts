@@ -6,7 +6,7 @@
  * A resource URI is read exactly as the HTTP request it names: its path segments are the
  * route's path parameters (percent-decoded, as HTTP decodes them), its query string the
  * route's query parameters, and the operation table's own `fromHttp` builds the handler
- * input, which `invoke` runs with the caller's identity and X-Svc-Scope. So a resource's
+ * input, which the caller's `run` (runtime/request.ts) runs with its identity and X-Svc-Scope. So a resource's
  * contents are the HTTP body byte for byte (the same JSON text, or JSON.stringify of the same object), and every
  * refusal (NO_ROLE, SCOPE_DENIED, NOT_FOUND, MALFORMED, read-scope redaction) is the
  * handler's own. No rule lives here.
@@ -15,10 +15,10 @@
  * error (see `refusal`).
  */
 import type { ListResourcesResult, ListResourceTemplatesResult, ReadResourceResult, Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
-import type { Ctx } from '../../handlers/context.js';
-import { SvcError } from '../../handlers/errors.js';
-import { jsonText, type Outcome } from '../../handlers/pipeline.js';
-import { asSvcError, invoke, operations, type Operation } from '../../handlers/index.js';
+import { SvcError } from '../../../handlers/errors.js';
+import { jsonText, type Outcome } from '../../../handlers/pipeline.js';
+import { operations, type Operation } from '../../../handlers/index.js';
+import type { Caller } from '../../request.js';
 
 export const RESOURCE_SCHEME = 'kslate://';
 export const MIME_JSON = 'application/json';
@@ -97,8 +97,8 @@ export const RESOURCE_TEMPLATES: ResourceTemplate[] = [
 ];
 
 /** `resources/list`: a resource per class the caller has a role in, as GET /v1/classes decides. */
-export async function listResources(newCtx: () => Ctx): Promise<ListResourcesResult> {
-  const { body } = await run(newCtx, reads.classes, { params: {}, query: {}, names: [] });
+export async function listResources(caller: Caller): Promise<ListResourcesResult> {
+  const { body } = await run(caller, reads.classes, { params: {}, query: {}, names: [] });
   const list = (body.classes as { name: string; gone?: boolean }[]) ?? [];
   const resources: Resource[] = list.map((c) => ({
     uri: `${RESOURCE_SCHEME}classes/${encodeURIComponent(c.name)}`,
@@ -117,24 +117,22 @@ export function listResourceTemplates(): ListResourceTemplatesResult {
 }
 
 /** `resources/read`: the URI's operation, run as the HTTP request it names. */
-export async function readResource(uri: string, newCtx: () => Ctx): Promise<ReadResourceResult> {
+export async function readResource(uri: string, caller: Caller): Promise<ReadResourceResult> {
   const route = routeOf(uri);
-  const out = await run(newCtx, route.op, { params: route.params, query: route.query, names: route.names });
+  const out = await run(caller, route.op, { params: route.params, query: route.query, names: route.names });
   return { contents: [{ uri, mimeType: MIME_JSON, text: out.json !== undefined ? jsonText(out.json) : JSON.stringify(out.body) }] };
 }
 
-/** Run one read with a fresh context; a refusal becomes a ResourceRefusal. */
+/** Run one read as the caller; a refusal becomes a ResourceRefusal. */
 async function run(
-  newCtx: () => Ctx,
+  caller: Caller,
   op: Operation,
   req: { params: Record<string, string>; query: Record<string, string>; names: string[] },
 ): Promise<Outcome> {
-  const ctx = newCtx();
   try {
-    const input = op.fromHttp({ ...req, body: { kind: 'none' } });
-    return await invoke(op, ctx, input, TIMED);
+    return await caller.run(op, () => op.fromHttp({ ...req, body: { kind: 'none' } }), TIMED);
   } catch (e) {
-    throw new ResourceRefusal(asSvcError(e, ctx));
+    throw new ResourceRefusal(caller.errorOf(e));
   }
 }
 

@@ -9,14 +9,14 @@
  */
 import type { Context, Hono } from 'hono';
 import type { JSX } from 'hono/jsx/jsx-runtime';
-import { subjectMatches } from '../../handlers/class-registry.js';
-import { SvcError } from '../../handlers/errors.js';
-import { asSvcError, operations, type Operation } from '../../handlers/index.js';
-import { watchOperations } from '../../handlers/watch.js';
-import { authenticateRequest, runRequest, type AppServices, type RequestResult } from '../request.js';
-import { readBody } from '../http/body.js';
-import { requestMeta, type AppEnv, type PeerAddress } from '../http/env.js';
-import { serveWatch } from '../http/watch-sse.js';
+import { subjectMatches } from '../../../handlers/class-registry.js';
+import { SvcError } from '../../../handlers/errors.js';
+import { asSvcError, operations, type Operation } from '../../../handlers/index.js';
+import { watchOperations } from '../../../handlers/watch.js';
+import { authenticateRequest, runRequest, type AppServices, type RequestResult } from '../../request.js';
+import { readBody } from '../body.js';
+import { requestMeta, type AppEnv, type PeerAddress } from '../env.js';
+import { serveWatch } from '../watch-sse.js';
 import { ASSETS } from './assets.js';
 import {
   UI_PATH,
