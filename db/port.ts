@@ -327,8 +327,31 @@ export interface Db extends ConsoleSessions {
   recordReads(author: string, scope: string, cls: string, reads: { rid: string; field: string; version: number }[]): Promise<void>;
   /** Delete read-set entries and scope owners idle longer than the window; returns rows deleted. */
   pruneReadSets(windowSeconds: number): Promise<number>;
+  /**
+   * Put the primary's WAL position now into the request's answer (X-Kslate-Lsn), for an answer
+   * that stands for a write committed earlier (an idempotent replay): any position now is after
+   * that commit. Optional: a database without request sessions has nothing to remember it in.
+   */
+  rememberCurrentLsn?(): Promise<void>;
   /** The fields of one record (author, scope) read within the window, at the version last read. */
   readSet(author: string, scope: string, cls: string, rid: string, windowSeconds: number): Promise<{ field: string; version: number }[]>;
+}
+
+/**
+ * A request's view of the database (docs/ha.md "Reads from standbys"): its reads may be served
+ * by a standby that has replayed the request's read-your-writes token, and it remembers the WAL
+ * position its writes reached, which the transports return as `X-Kslate-Lsn`.
+ */
+export interface DbSession extends Db {
+  /** At or after the commit record of every write made through this session; null before one (or where unknown). */
+  readonly lsn: string | null;
+  rememberCurrentLsn(): Promise<void>;
+}
+
+/** A database that can open request sessions (PgDb); one that cannot is used as it is. */
+export interface SessionDb extends Db {
+  /** `minLsn`: the request's `X-Kslate-Min-Lsn`, already checked (db/lsn.ts), or null. */
+  session(minLsn: string | null): DbSession;
 }
 
 /** The worker's gauges, computed in the sweep (decisions §5; interface "Worker metrics"). */

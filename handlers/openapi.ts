@@ -109,6 +109,11 @@ export const HEADERS = {
   Allow: { description: 'The methods the path takes.', schema: { type: 'string' } },
   'Cache-Control': { description: 'How long the answer may be cached.', schema: { type: 'string' } },
   ETag: { description: 'A validator of this answer; send it in If-None-Match to get 304 while it has not changed.', schema: { type: 'string' } },
+  'X-Kslate-Lsn': {
+    description:
+      "The database's WAL position at or after this write's commit (e.g. 16/B374D848). Send it back as X-Kslate-Min-Lsn on a read to see this write even when a standby serves the read (docs/ha.md, Reads from standbys). Also on a refusal that recorded a history row (STALE, STALE_PREMISE, HELD).",
+    schema: { type: 'string', pattern: '^[0-9A-F]{1,8}/[0-9A-F]{1,8}$' },
+  },
   'Mcp-Session-Id': {
     description: 'The MCP session opened by initialize on /mcp/session: send it on every later request of the session (docs/mcp.md, Subscriptions).',
     schema: { type: 'string' },
@@ -116,6 +121,14 @@ export const HEADERS = {
 } as const;
 
 // ---- the operations of the table --------------------------------------------------------------
+
+/** The read-your-writes token a read may send (docs/ha.md, Reads from standbys). */
+const MIN_LSN: HeaderParamDoc = {
+  name: 'X-Kslate-Min-Lsn',
+  description:
+    'Read your own writes: the X-Kslate-Lsn of a write. A standby serves the read only once it has replayed that far; else the primary does. Malformed: 400 MALFORMED.',
+};
+const LSN: (keyof typeof HEADERS)[] = ['X-Kslate-Lsn'];
 
 type OperationName = keyof typeof operations;
 type OperationDoc = Omit<RouteDoc, 'method' | 'path' | 'operationId' | 'body'> & {
@@ -148,6 +161,7 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
     summary: 'Read the history of a record',
     description: 'Every write attempt, rejected ones included, newest first; only rows of fields your role may read.',
     scope: true,
+    headers: [MIN_LSN],
     query: historyParams,
     responses: { 200: { description: 'A page of history rows.', schema: historyResponse } },
     errors: ['NOT_FOUND', 'NO_ROLE', 'MALFORMED', 'UNKNOWN_FIELD', 'SCOPE_DENIED', 'IDENTITY_MISMATCH', ...FAULTS],
@@ -158,6 +172,7 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
     description:
       "Every field your role may read that has a value, with its version (send it back as expected_version) and author. With X-Svc-Scope, the versions read become the premises of later writes in that scope.",
     scope: true,
+    headers: [MIN_LSN],
     query: getParams,
     responses: { 200: { description: 'The record.', schema: getResponse } },
     errors: ['NOT_FOUND', 'NO_ROLE', 'MALFORMED', 'UNKNOWN_FIELD', 'SCOPE_DENIED', 'IDENTITY_MISMATCH', ...FAULTS],
@@ -168,6 +183,7 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
     description:
       'Every query parameter other than limit and after filters on a field: compared as a JSON string and, when it parses as JSON, as that value too; a task field matches its owner. Oldest first.',
     scope: true,
+    headers: [MIN_LSN],
     query: queryParams,
     responses: { 200: { description: 'A page of matching records.', schema: queryResponse } },
     errors: ['NOT_FOUND', 'NO_ROLE', 'MALFORMED', 'UNKNOWN_FIELD', 'SCOPE_DENIED', 'IDENTITY_MISMATCH', ...FAULTS],
@@ -178,7 +194,7 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
     description: 'A progress document of your role on an existing record, so that another agent can continue the work; the latest wins.',
     scope: true,
     body: { schema: saveBody, required: true },
-    responses: { 200: { description: 'Saved.', schema: checkpointSaveResponse } },
+    responses: { 200: { description: 'Saved.', schema: checkpointSaveResponse, headers: LSN } },
     errors: ['NOT_FOUND', 'NO_ROLE', 'CLASS_GONE', 'MALFORMED', 'WEAK_IDENTITY', 'IDENTITY_MISMATCH', 'INVALID_CHECKPOINT', ...FAULTS],
   },
   checkpointLoad: {
@@ -186,6 +202,7 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
     summary: "Load your role's checkpoint",
     description: 'The document and the fields written since it was saved (re-read them before acting on it).',
     scope: true,
+    headers: [MIN_LSN],
     query: loadParams,
     responses: { 200: { description: 'The checkpoint (document null when none was saved).', schema: checkpointLoadResponse } },
     errors: ['NOT_FOUND', 'NO_ROLE', 'MALFORMED', 'IDENTITY_MISMATCH', ...FAULTS],
@@ -197,8 +214,8 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
     scope: true,
     body: { schema: claimBody, required: false },
     responses: {
-      200: { description: 'The lease after the claim (no owner after a release).', schema: claimResponse },
-      201: { ...created('The lease'), schema: claimResponse },
+      200: { description: 'The lease after the claim (no owner after a release).', schema: claimResponse, headers: LSN },
+      201: { ...created('The lease'), schema: claimResponse, headers: LSN },
     },
     errors: [
       'NOT_FOUND', 'NO_ROLE', 'CLASS_GONE', 'MALFORMED', 'UNKNOWN_FIELD', 'SCOPE_DENIED', 'WEAK_IDENTITY', 'NOT_TASK_FIELD',
@@ -212,8 +229,8 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
     scope: true,
     body: { schema: appendBody, required: true },
     responses: {
-      200: { description: 'The entry was added.', schema: appendResponse },
-      201: { ...created('The entry was added'), schema: appendResponse },
+      200: { description: 'The entry was added.', schema: appendResponse, headers: LSN },
+      201: { ...created('The entry was added'), schema: appendResponse, headers: LSN },
     },
     errors: [
       'NOT_FOUND', 'NO_ROLE', 'CLASS_GONE', 'MALFORMED', 'UNKNOWN_FIELD', 'SCOPE_DENIED', 'WEAK_IDENTITY', 'NOT_APPEND_FIELD',
@@ -228,8 +245,8 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
     scope: true,
     body: { schema: putBody, required: true },
     responses: {
-      200: { description: 'Written.', schema: putResponse },
-      201: { ...created('Written'), schema: putResponse },
+      200: { description: 'Written.', schema: putResponse, headers: LSN },
+      201: { ...created('Written'), schema: putResponse, headers: LSN },
     },
     errors: [
       'NOT_FOUND', 'NO_ROLE', 'CLASS_GONE', 'MALFORMED', 'UNKNOWN_FIELD', 'SCOPE_DENIED', 'WEAK_IDENTITY', 'NOT_WRITABLE',

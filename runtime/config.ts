@@ -7,6 +7,12 @@ import { parseDuration } from '../handlers/class-schema.js';
 
 export interface Config {
   databaseUrl: string | undefined;
+  /** Standbys that serve reads (--database-replica-url, repeatable; docs/ha.md "Reads from standbys"). */
+  databaseReplicaUrls: string[];
+  /** An untokened read uses a standby only while its replay lag is under this. */
+  replicaMaxLagMs: number;
+  /** A read with X-Kslate-Min-Lsn waits at most this long for a standby to replay it, then reads the primary. */
+  replicaWaitMs: number;
   listenHost: string;
   listenPort: number;
   grpcPort: number;
@@ -87,6 +93,20 @@ interface FlagSpec {
 /** Every flag, its variable and its default: the README's configuration table comes from here. */
 export const FLAGS: Record<string, FlagSpec> = {
   'database-url': { env: 'KSLATE_DATABASE_URL', help: 'PostgreSQL connection string (required for serve, sweep)' },
+  'database-replica-url': {
+    env: 'KSLATE_DATABASE_REPLICA_URL',
+    help: 'a streaming standby that serves reads (repeat the flag for several; the variable takes a comma-separated list); docs/ha.md',
+  },
+  'replica-max-lag': {
+    env: 'KSLATE_REPLICA_MAX_LAG',
+    help: 'a read without X-Kslate-Min-Lsn uses a standby only while its replay lag is under this',
+    default: '1s',
+  },
+  'replica-wait': {
+    env: 'KSLATE_REPLICA_WAIT',
+    help: 'a read with X-Kslate-Min-Lsn waits at most this long for a standby to replay it, then reads from the primary',
+    default: '50ms',
+  },
   listen: { env: 'KSLATE_LISTEN', help: 'HTTP/JSON and MCP address host:port', default: '127.0.0.1:8080' },
   'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
   'metrics-port': { env: 'KSLATE_METRICS_PORT', help: 'metrics, /readyz and /healthz port', default: '9100' },
@@ -223,11 +243,20 @@ export const COMMAND_DEFAULTS: Record<string, Record<string, string>> = {
 
 export class ConfigError extends Error {}
 
+/** Flags given once per value (their variable takes a comma-separated list). */
+const REPEATABLE = new Set(['database-replica-url']);
+
 export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env, defaults: Record<string, string> = {}): Config {
-  const options = Object.fromEntries(Object.keys(FLAGS).map((k) => [k, { type: 'string' as const }]));
+  const options = Object.fromEntries(
+    Object.keys(FLAGS).map((k) => [k, { type: 'string' as const, ...(REPEATABLE.has(k) ? { multiple: true } : {}) }]),
+  );
   let values: Record<string, string | undefined>;
+  let repeated: Record<string, string[] | undefined>;
   try {
-    values = parseArgs({ args: argv, options, allowPositionals: false, strict: true }).values as Record<string, string | undefined>;
+    const parsed = parseArgs({ args: argv, options, allowPositionals: false, strict: true }).values as Record<string, string | string[] | undefined>;
+    repeated = Object.fromEntries([...REPEATABLE].map((k) => [k, parsed[k] as string[] | undefined]));
+    for (const k of REPEATABLE) delete parsed[k];
+    values = parsed as Record<string, string | undefined>;
   } catch (e) {
     throw new ConfigError(`${(e as Error).message}. Run \`kslate help\` for the flags.`);
   }
@@ -341,8 +370,22 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   if (uiSessionTtlMs < 1000 || uiSessionTtlMs > 720 * 3600_000) {
     throw new ConfigError(`--ui-session-ttl (KSLATE_UI_SESSION_TTL) must be from 1s to 720h (30 days); got "${raw('ui-session-ttl')}".`);
   }
+  const replicaFlag = repeated['database-replica-url'];
+  const databaseReplicaUrls = (replicaFlag ?? (env[FLAGS['database-replica-url'].env] ?? defaults['database-replica-url'] ?? '').split(','))
+    .map((u) => u.trim())
+    .filter(Boolean);
+  for (const u of databaseReplicaUrls) {
+    if (!/^postgres(ql)?:\/\//.test(u)) {
+      throw new ConfigError(
+        `--database-replica-url (KSLATE_DATABASE_REPLICA_URL) must be a postgres:// connection string of a streaming standby; got one starting "${u.slice(0, 12)}".`,
+      );
+    }
+  }
   return {
     databaseUrl: raw('database-url') || undefined,
+    databaseReplicaUrls,
+    replicaMaxLagMs: duration('replica-max-lag', '1s or 500ms'),
+    replicaWaitMs: duration('replica-wait', '50ms'),
     listenHost: m[1].replace(/^\[(.*)\]$/, '$1'),
     listenPort,
     grpcPort: int('grpc-port', 0, 65535),

@@ -16,6 +16,8 @@ export interface GaugeSources {
   watchStreams(): number;
   watchBufferedBytes(): number;
   mcpSessions(): number;
+  /** The standbys serving reads (db/kysely/replicas.ts), by index. */
+  replicas(): { replica: string; up: boolean; lagSeconds: number | null }[];
 }
 
 export interface PromMetrics extends Metrics {
@@ -24,6 +26,8 @@ export interface PromMetrics extends Metrics {
   limitRefused(limit: Limit): void;
   /** A watch stream ended, by its reason (slow, shutdown, revoked, max_age, recreated, closed). */
   watchEnded(reason: string): void;
+  /** A read was served by `target`: `primary` or a standby's index (--database-replica-url order). */
+  dbRead(target: string): void;
   /** Where the gauges read from. */
   gauges: GaugeSources;
 }
@@ -80,7 +84,33 @@ export function createMetrics(): PromMetrics {
     labelNames: ['reason'],
     registers: [registry],
   });
-  const gauges: GaugeSources = { watchStreams: () => 0, watchBufferedBytes: () => 0, mcpSessions: () => 0 };
+  const reads = new Counter({
+    name: 'svc_db_reads_total',
+    help: 'Database reads of requests by where they were served: target="primary", or a standby\'s index in --database-replica-url order.',
+    labelNames: ['target'],
+    registers: [registry],
+  });
+  const gauges: GaugeSources = { watchStreams: () => 0, watchBufferedBytes: () => 0, mcpSessions: () => 0, replicas: () => [] };
+  new Gauge({
+    name: 'svc_replica_lag_seconds',
+    help: "How far each standby's replay is behind the primary (how long ago the primary passed the position it has replayed); absent while the standby is down.",
+    labelNames: ['replica'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const r of gauges.replicas()) if (r.lagSeconds !== null) this.set({ replica: r.replica }, r.lagSeconds);
+    },
+  });
+  new Gauge({
+    name: 'svc_replica_up',
+    help: 'Whether each standby answers and is used for reads (1) or is skipped until it answers again (0).',
+    labelNames: ['replica'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const r of gauges.replicas()) this.set({ replica: r.replica }, r.up ? 1 : 0);
+    },
+  });
   const gauge = (name: string, help: string, read: () => number) =>
     new Gauge({
       name,
@@ -101,6 +131,7 @@ export function createMetrics(): PromMetrics {
     registry,
     gauges,
     limitRefused: (limit) => refusals.inc({ limit }),
+    dbRead: (target) => reads.inc({ target }),
     watchEnded: (reason) => ended.inc({ reason: WATCH_END_REASONS.has(reason) ? reason : 'other' }),
     write: (c, f, o) => writes.inc({ class: c, field: f, outcome: o }),
     rejection: (c, f, r, o) => rejections.inc({ class: c, field: f, role: r, outcome: o }),

@@ -36,6 +36,8 @@ export class Readiness {
      * null; absent with --allow-async-replication.
      */
     private readonly replicationRisk?: () => Promise<string | null>,
+    /** Standbys reads skip now (down, or lagging past --replica-max-lag): still ready, said in `warnings`. */
+    private readonly standbyWarnings: () => string[] = () => [],
   ) {}
 
   /** The last replication risk seen, so a change is logged once, not on every probe. */
@@ -111,7 +113,8 @@ export class Readiness {
       if (v !== null && v >= SCHEMA_VERSION) {
         // Still ready: the gateway serves, but the operator is told what a failover would cost.
         const risk = await this.checkReplication();
-        return risk ? { ready: true, warnings: [risk] } : { ready: true };
+        const warnings = [...(risk ? [risk] : []), ...this.standbyWarnings()];
+        return warnings.length > 0 ? { ready: true, warnings } : { ready: true };
       }
       this.ensureSchema();
       return {

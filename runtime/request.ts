@@ -7,7 +7,8 @@
  * `AppServices` is the seam a runtime adapter fills (docs/runtimes.md): nothing here imports
  * a Node module, a driver or a transport.
  */
-import type { Db } from '../db/port.js';
+import type { Db, DbSession } from '../db/port.js';
+import { minLsnProblem } from '../db/lsn.js';
 import type { ClassRegistry } from '../handlers/class-registry.js';
 import type { Credential, Ctx, Logger, Metrics } from '../handlers/context.js';
 import { SvcError } from '../handlers/errors.js';
@@ -44,6 +45,8 @@ export interface RequestMeta {
   authorization: string | undefined;
   scope: string | undefined;
   requestId: string;
+  /** X-Kslate-Min-Lsn (gRPC `x-kslate-min-lsn`) as sent: the read-your-writes token (docs/ha.md); checked when the caller runs. */
+  minLsn?: string;
 }
 
 /**
@@ -130,8 +133,40 @@ function rateLimited(s: AppServices): SvcError {
   return new SvcError('RATE_LIMITED', 'Too many rejected credentials from your address; wait a few seconds and retry with a valid token.');
 }
 
-/** The per-request context handed to handlers. */
-export function makeCtx(s: AppServices, identity: Identity, scope: string | undefined, requestId: string = s.newId(), credential?: Credential): Ctx {
+/**
+ * A read-your-writes token as sent, checked: MALFORMED names what to send. Undefined (not
+ * sent) passes; an empty header is refused like any other malformed value.
+ */
+export function checkMinLsn(minLsn: string | undefined): string | null {
+  if (minLsn === undefined) return null;
+  const problem = minLsnProblem(minLsn);
+  if (problem) throw new SvcError('MALFORMED', problem);
+  return minLsn.trim();
+}
+
+/** The WAL position the request's writes reached (the answer's X-Kslate-Lsn), or null. */
+export function lsnOf(ctx: Ctx): string | null {
+  return (ctx.db as Partial<DbSession>).lsn ?? null;
+}
+
+/**
+ * The request's own view of the database where the runtime's has one (db/port.ts SessionDb):
+ * its reads honour `minLsn` and it remembers the LSN its writes reached.
+ */
+export function sessionOf(db: Db, minLsn: string | null = null): Db {
+  const sessions = db as Db & { session?: (minLsn: string | null) => DbSession };
+  return typeof sessions.session === 'function' ? sessions.session(minLsn) : db;
+}
+
+/** The per-request context handed to handlers; `minLsn`: the request's checked read-your-writes token (checkMinLsn). */
+export function makeCtx(
+  s: AppServices,
+  identity: Identity,
+  scope: string | undefined,
+  requestId: string = s.newId(),
+  credential?: Credential,
+  minLsn: string | null = null,
+): Ctx {
   return {
     identity,
     scope,
@@ -140,7 +175,7 @@ export function makeCtx(s: AppServices, identity: Identity, scope: string | unde
     log: s.log,
     metrics: s.metrics,
     classes: s.classes,
-    db: s.db,
+    db: sessionOf(s.db, minLsn),
     cursorKey: () => s.cursorKey(),
     trace: {},
     ...(s.watch ? { watch: s.watch } : {}),
@@ -161,10 +196,14 @@ export class ClientClosedRequest extends Error {
   }
 }
 
-export type RequestResult =
+export type RequestResult = (
   | { ok: true; identity: Identity; out: Outcome }
   /** `identity` is absent when the credential was refused. */
-  | { ok: false; identity?: Identity; error: SvcError };
+  | { ok: false; identity?: Identity; error: SvcError }
+) & {
+  /** The WAL position the request's writes reached (X-Kslate-Lsn; docs/ha.md), or null when it wrote nothing. */
+  lsn: string | null;
+};
 
 /** How `Caller.run` differs from the caller's own request. */
 export interface RunOptions {
@@ -174,6 +213,10 @@ export interface RunOptions {
   unscoped?: boolean;
   /** The credential to follow instead of the request's (an MCP session's latest). */
   credential?: Credential;
+  /** The read-your-writes token of this call, checked (checkMinLsn; MCP `min_lsn`), instead of the request's X-Kslate-Min-Lsn. */
+  minLsn?: string | null;
+  /** Told the WAL position the call's writes reached (X-Kslate-Lsn), or null, once it ends (answered or refused). */
+  onLsn?(lsn: string | null): void;
 }
 
 /**
@@ -196,7 +239,7 @@ export interface Caller {
 }
 
 /** The caller of a request whose credential was judged (`authenticateCaller`, or a session that holds one). */
-export function callerFor(s: AppServices, identity: Identity, meta: Pick<RequestMeta, 'scope' | 'requestId' | 'authorization'>): Caller {
+export function callerFor(s: AppServices, identity: Identity, meta: Pick<RequestMeta, 'scope' | 'requestId' | 'authorization' | 'minLsn'>): Caller {
   const errorOf = (e: unknown) => asSvcError(e, { log: s.log, requestId: meta.requestId });
   return {
     identity,
@@ -204,14 +247,18 @@ export function callerFor(s: AppServices, identity: Identity, meta: Pick<Request
     requestId: meta.requestId,
     errorOf,
     async run<I>(op: Operation<I>, decode: () => I | Promise<I>, opts: RunOptions = {}): Promise<Outcome> {
+      let ctx: Ctx | undefined;
       try {
+        const minLsn = opts.minLsn !== undefined ? opts.minLsn : checkMinLsn(meta.minLsn);
         const input = await decode();
         const credential = opts.credential ?? (s.watch ? credentialOf(s, meta.authorization, identity) : undefined);
-        const ctx = makeCtx(s, identity, opts.unscoped ? undefined : meta.scope, meta.requestId, credential);
+        ctx = makeCtx(s, identity, opts.unscoped ? undefined : meta.scope, meta.requestId, credential, minLsn);
         return await invoke(op, ctx, input, { timed: opts.timed });
       } catch (e) {
         if (e instanceof ClientClosedRequest) throw e;
         throw errorOf(e);
+      } finally {
+        opts.onLsn?.(ctx ? lsnOf(ctx) : null);
       }
     },
   };
@@ -235,11 +282,13 @@ export async function runRequest<I>(
   opts: { timed?: boolean } = {},
 ): Promise<RequestResult> {
   let caller: Caller | undefined;
+  let lsn: string | null = null;
   try {
     caller = await authenticateCaller(s, meta);
-    return { ok: true, identity: caller.identity, out: await caller.run(op, decode, opts) };
+    const out = await caller.run(op, decode, { ...opts, onLsn: (l) => (lsn = l) });
+    return { ok: true, identity: caller.identity, out, lsn };
   } catch (e) {
     if (e instanceof ClientClosedRequest) throw e;
-    return { ok: false, identity: caller?.identity, error: asSvcError(e, { log: s.log, requestId: meta.requestId }) };
+    return { ok: false, identity: caller?.identity, error: asSvcError(e, { log: s.log, requestId: meta.requestId }), lsn };
   }
 }

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import { cancelOwnStatements, createPool, PgDb } from '../db/kysely/index.js';
+import { cancelOwnStatements, createPool, PgDb, REPLICA_DEFAULTS } from '../db/kysely/index.js';
 import { replicationRisk } from '../db/kysely/primary.js';
 import { cachedRegistry, type ClassRegistry } from '../handlers/class-registry.js';
 import type { Ctx, Logger } from '../handlers/context.js';
@@ -142,6 +142,35 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
   });
   const db = new PgDb(pool, () => void readiness.ensureSchema());
   const maintenanceDb = new PgDb(maintenancePool);
+  db.onLsnUnsupported = (e) =>
+    log.warn('the database refuses pg_current_wal_insert_lsn(): writes answer without X-Kslate-Lsn, so clients cannot ask standbys for read-your-writes (docs/ha.md)', {
+      error: e.message,
+    });
+  const metrics = createMetrics();
+  // Standbys for reads (docs/ha.md "Reads from standbys"): db routes its reads by the rules of
+  // db/kysely/replicas.ts; nothing else knows they exist.
+  const replicaPools = cfg.databaseReplicaUrls.map((url, i) => {
+    warnIfClearText(url, log);
+    return createPool({
+      connectionString: url,
+      max: cfg.dbPoolSize,
+      timeoutMs: cfg.dbTimeoutMs,
+      applicationName,
+      standby: true,
+      onPoolError: (e) =>
+        closing ? undefined : log.warn('standby connection lost; reads skip it until it answers again', { replica: i, error: e.message }),
+    });
+  });
+  if (replicaPools.length > 0) {
+    await db.useReplicas(
+      replicaPools.map((p) => new PgDb(p)),
+      { maxLagMs: cfg.replicaMaxLagMs, waitMs: cfg.replicaWaitMs, probeMs: REPLICA_DEFAULTS.probeMs, onRead: (t) => metrics.dbRead(t), log },
+    );
+    log.info(`reads may use ${replicaPools.length} standby${replicaPools.length === 1 ? '' : 's'}`, {
+      replicas: db.replicaStatus().map((r) => ({ replica: r.replica, up: r.up })),
+    });
+  }
+  metrics.gauges.replicas = () => db.replicaStatus();
   const classes = cachedRegistry(() => db.listClasses(), () => Date.now());
   const classSource = cfg.classesDir ? () => classDirSource(cfg.classesDir!) : undefined;
   const sweeper = createSweeper({
@@ -170,8 +199,15 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     // A provider that cannot verify tokens yet (an OIDC issuer not reached) makes the gateway not ready.
     () => providers.map((p) => p.notReady?.() ?? null).find((m) => m !== null) ?? null,
     cfg.allowAsyncReplication ? undefined : () => replicationRisk(pool),
+    () =>
+      db.replicaStatus().flatMap((r) =>
+        !r.up
+          ? [`Standby ${r.replica} (--database-replica-url number ${Number(r.replica) + 1}) does not answer: reads skip it and the gateway keeps retrying it.`]
+          : r.lagSeconds !== null && r.lagSeconds * 1000 >= cfg.replicaMaxLagMs
+            ? [`Standby ${r.replica} is ${r.lagSeconds.toFixed(1)} s behind the primary (over --replica-max-lag): reads without X-Kslate-Min-Lsn skip it.`]
+            : [],
+      ),
   );
-  const metrics = createMetrics();
   const watch = new ChangeHub(
     db,
     {
@@ -242,6 +278,8 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
         clean = await until(ended, 1_000);
       }
       await until(maintenanceDb.kysely.destroy().catch(() => undefined), 1_000);
+      db.stopReplicas();
+      await until(Promise.all(replicaPools.map((p) => p.end().catch(() => undefined))), 1_000);
       return clean;
     },
   };

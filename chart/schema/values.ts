@@ -94,6 +94,16 @@ export const ValuesSchema = v.pipe(v.strictObject({
     allowAsyncReplication: flag(
       'Accept a primary without a synchronous standby (--allow-async-replication): no warning at start or in /readyz. A failover may then lose acknowledged writes (docs/ha.md). The bundled postgres (one pod, no failover) implies it.',
     ),
+    replicaMaxLag: v.pipe(
+      v.string(),
+      v.regex(GO_DURATION),
+      describe('A read without X-Kslate-Min-Lsn uses a standby only while its replay lag is under this (--replica-max-lag), a Go duration such as 1s.'),
+    ),
+    replicaWait: v.pipe(
+      v.string(),
+      v.regex(GO_DURATION),
+      describe('A read with X-Kslate-Min-Lsn waits at most this long for a standby to replay it, then reads from the primary (--replica-wait), a Go duration such as 50ms.'),
+    ),
     maxHeapMB: v.pipe(
       v.number(),
       v.integer(),
@@ -141,6 +151,12 @@ export const ValuesSchema = v.pipe(v.strictObject({
     dsn: text('DSN of an external PostgreSQL (use sslmode=require or stronger).'),
     existingSecret: text('An existing Secret holding the DSN (instead of dsn).'),
     existingSecretKey: nonEmpty('The key of existingSecret that holds the DSN.'),
+    replicaDsns: v.pipe(
+      v.array(v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//), describe('A postgres:// DSN of a streaming standby.'))),
+      describe('Streaming standbys that serve reads (--database-replica-url; docs/ha.md), kept in a Secret the chart creates.'),
+    ),
+    replicaExistingSecret: text('An existing Secret holding the standbys\' DSNs, comma-separated (instead of replicaDsns).'),
+    replicaExistingSecretKey: nonEmpty('The key of replicaExistingSecret that holds the DSNs.'),
   }), describe('An external PostgreSQL: exactly one of postgres.enabled, external.dsn and external.existingSecret.')),
 
   networkPolicy: v.pipe(v.strictObject({

@@ -6,7 +6,8 @@
  */
 import { Kysely, PostgresDialect, sql, type RawBuilder } from 'kysely';
 import pg from 'pg';
-import { runNamed } from './pool.js';
+import { classifyDbError } from '../errors.js';
+import { namedQuery, runNamed } from './pool.js';
 import type { Database } from './schema.js';
 
 export class Conn {
@@ -16,6 +17,10 @@ export class Conn {
   private readonly describeOnce: boolean;
   /** SQL text of the statements `named` compiled, by name. */
   private readonly texts = new Map<string, string>();
+  /** The server refused pg_current_wal_insert_lsn() (thenLsn): writes carry no token. */
+  private noLsn = false;
+  /** Told once when that happens (the runtime logs it). */
+  onNoLsn?: (e: Error) => void;
 
   constructor(readonly pool: pg.Pool) {
     this.kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
@@ -37,7 +42,11 @@ export class Conn {
    * A named statement written as a `sql` template, compiled on its first run: `values` must be
    * the template's parameters in order (checked then), and `name` must name one shape.
    */
-  async named<R>(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>): Promise<{ rows: R[] }> {
+  named<R>(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>): Promise<{ rows: R[] }> {
+    return this.exec<R>(name, this.compiled(name, values, build), values);
+  }
+
+  private compiled(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>): string {
     let text = this.texts.get(name);
     if (text === undefined) {
       const c = build().compile(this.kysely);
@@ -47,9 +56,65 @@ export class Conn {
       text = c.sql;
       this.texts.set(name, text);
     }
-    return this.exec<R>(name, text, values);
+    return text;
+  }
+
+  /**
+   * Run `fn`'s statements on one connection, then read the WAL insert position on that same
+   * connection: each statement of `fn` autocommits, so the position read after it is at or
+   * after its commit record (read inside the statement it would be before the commit). The
+   * read-your-writes token of the write (docs/ha.md); null when reading it failed, which does
+   * not undo the write.
+   */
+  async thenLsn<T>(fn: (s: Statements) => Promise<T>): Promise<{ value: T; lsn: string | null }> {
+    if (this.noLsn) return { value: await fn(this), lsn: null };
+    const client = await this.pool.connect();
+    let failed: unknown;
+    const on: Statements = {
+      exec: <R>(name: string, text: string, values: readonly unknown[]) =>
+        this.describeOnce
+          ? // A submittable answers through its callback (pg's Client.query), not a promise.
+            new Promise<{ rows: R[] }>((resolve, reject) =>
+              client.query(namedQuery<R>(this.pool, name, text, [...values]) as never, ((err: Error | null, res: { rows: R[] }) =>
+                err ? reject(err) : resolve(res)) as never),
+            )
+          : (client.query({ name, text, values: [...values] }) as unknown as Promise<{ rows: R[] }>),
+      named: <R>(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>) =>
+        on.exec<R>(name, this.compiled(name, values, build), values),
+    };
+    try {
+      const value = await fn(on);
+      let lsn: string | null = null;
+      try {
+        lsn = (await on.exec<{ lsn: string }>(WAL_INSERT.name, WAL_INSERT.text, [])).rows[0]?.lsn ?? null;
+      } catch (e) {
+        // A server that refuses the function itself (a SQLSTATE that is no connection, timeout
+        // or schema fault; some managed services do not offer WAL functions): writes answer
+        // without a token from now on, on a connection that is still good.
+        if (typeof (e as { code?: unknown }).code === 'string' && classifyDbError(e) === null) {
+          this.noLsn = true;
+          this.onNoLsn?.(e as Error);
+        } else failed = e;
+      }
+      return { value, lsn };
+    } catch (e) {
+      failed = e;
+      throw e;
+    } finally {
+      // As pg's pool.query does: a connection that failed a statement is not reused.
+      client.release(failed === undefined ? undefined : failed instanceof Error ? failed : true);
+    }
   }
 }
+
+/** What the write functions run their statements through: the pool (Conn) or one pinned connection (Conn.thenLsn). */
+export interface Statements {
+  exec<R>(name: string, text: string, values: readonly unknown[]): Promise<{ rows: R[] }>;
+  named<R>(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>): Promise<{ rows: R[] }>;
+}
+
+/** The WAL insert position: after every record inserted so far, this session's commit records included. */
+const WAL_INSERT = { name: 'kslate_wal_insert_lsn', text: 'select pg_current_wal_insert_lsn()::text as lsn' };
 
 /** A value as the JSON text a statement sends (null stays null; `undefined` is no value). */
 export const j = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));

@@ -7,9 +7,11 @@
  *   query.ts       query by field values                writes.ts      every write, one statement each
  *   classes.ts     classes and kslate_meta              read-sets.ts   read sets and scope owners
  *   change-log.ts  what the watch streams read          sweep.ts       the worker's sweep
- *   sessions.ts    the web console's sessions
+ *   sessions.ts    the web console's sessions           replicas.ts    where reads go given standbys
  *
- * PgDb only binds them to one pool and turns driver faults into a StorageFault. Why Kysely,
+ * PgDb only binds them to one pool and turns driver faults into a StorageFault; a request's
+ * session (`session()`) also sends its reads through replicas.ts and remembers the WAL
+ * position its writes reached (X-Kslate-Lsn). Why Kysely,
  * and where its query builder is used rather than SQL text: docs/decisions.md.
  */
 import type pg from 'pg';
@@ -18,6 +20,7 @@ import type {
   ClaimWrite,
   ClassUpsert,
   Db,
+  DbSession,
   HistoryInsert,
   HistoryMark,
   LogPosition,
@@ -31,7 +34,7 @@ import type {
 import { toStorageFault } from '../errors.js';
 import * as changeLog from './change-log.js';
 import * as classes from './classes.js';
-import { Conn } from './conn.js';
+import { Conn, type Statements } from './conn.js';
 import * as history from './history.js';
 import * as query from './query.js';
 import * as readSets from './read-sets.js';
@@ -39,21 +42,140 @@ import * as record from './record.js';
 import * as sessions from './sessions.js';
 import * as sweep from './sweep.js';
 import * as writes from './writes.js';
+import { ReadRouter, type ReplicaOptions } from './replicas.js';
+import { formatLsn, parseLsn } from '../lsn.js';
 
 export { cancelOwnStatements, CLIENT_CHECK_MS, CLIENT_TIMEOUT_MESSAGE, createPool, namedQuery, poolConfig, runNamed, type PgOptions } from './pool.js';
 export { ROW_OVERHEAD_BYTES } from './conn.js';
+export { REPLICA_DEFAULTS, type ReplicaOptions } from './replicas.js';
 export { queryRecordsStatement } from './query.js';
 export { CLAIM, WRITE } from './writes.js';
 export type { Database } from './schema.js';
 
+/** A request's state in its session (PgDb.session): the token its reads need, the position its writes reached. */
+interface RequestState {
+  min: bigint | null;
+  lsn: bigint | null;
+}
+
 export class PgDb implements Db, SweepDb, ChangeLog {
   private readonly conn: Conn;
+  /** Where reads go when standbys are given (useReplicas); absent: everything on this pool. */
+  private router: ReadRouter<PgDb> | null = null;
+  /** Set on a session only (session()). */
+  private readonly req: RequestState | null = null;
 
   constructor(
     readonly pool: pg.Pool,
     private readonly onSchemaMissing?: () => void,
   ) {
     this.conn = new Conn(pool);
+  }
+
+  /**
+   * Serve reads from these standbys (one PgDb per standby's pool), by the rules of replicas.ts.
+   * Resolves once their first probe answered (a standby down at start is retried later).
+   */
+  useReplicas(standbys: PgDb[], opts: ReplicaOptions): Promise<void> {
+    this.router?.stop();
+    this.router = new ReadRouter<PgDb>(this, standbys, opts);
+    return this.router.start();
+  }
+
+  /** Called once if the primary refuses to tell a write's WAL position: writes then answer without X-Kslate-Lsn. */
+  set onLsnUnsupported(fn: (e: Error) => void) {
+    this.conn.onNoLsn = fn;
+  }
+
+  /** The standbys' state (metrics, /readyz detail); empty without standbys. */
+  replicaStatus() {
+    return this.router?.status() ?? [];
+  }
+
+  /** Stop probing the standbys (their pools are the caller's to end). */
+  stopReplicas(): void {
+    this.router?.stop();
+  }
+
+  /**
+   * A request's view of this database (db/port.ts DbSession): its reads honour `minLsn` (a
+   * valid LSN or null: the transport checked it) and its writes remember the WAL position they
+   * reached, for the answer's X-Kslate-Lsn.
+   */
+  session(minLsn: string | null): DbSession {
+    const s = Object.create(this) as PgDb;
+    Object.defineProperty(s, 'req', { value: { min: minLsn === null ? null : parseLsn(minLsn), lsn: null } satisfies RequestState });
+    return s as PgDb & DbSession;
+  }
+
+  /** The WAL position at or after the commit of every write this session made; null outside a session or before a write. */
+  get lsn(): string | null {
+    return this.req?.lsn == null ? null : formatLsn(this.req.lsn);
+  }
+
+  /** db/port.ts Db.rememberCurrentLsn: the WAL insert position now, on the primary, into this session's answer. */
+  async rememberCurrentLsn(): Promise<void> {
+    await this.write(async () => undefined);
+  }
+
+  /** A read the router may send to a standby. */
+  private route<T>(fn: (db: PgDb) => Promise<T>): Promise<T> {
+    if (this.router === null) return this.guard(() => fn(this));
+    return this.router.read(this.req?.min ?? null, (db) => db.guard(() => fn(db)));
+  }
+
+  /** A write on the primary; in a session, followed by the WAL position on the same connection. */
+  private write<T>(fn: (s: Statements) => Promise<T>): Promise<T> {
+    const req = this.req;
+    if (req === null) return this.guard(() => fn(this.conn));
+    return this.guard(async () => {
+      const { value, lsn } = await this.conn.thenLsn(fn);
+      const n = lsn === null ? null : parseLsn(lsn);
+      if (n !== null && (req.lsn === null || n > req.lsn)) req.lsn = n;
+      return value;
+    });
+  }
+
+  /** pg_last_wal_replay_lsn() (the router's probe of a standby). */
+  async replayLsn(): Promise<string | null> {
+    const { rows } = await this.conn.exec<{ lsn: string | null }>('kslate_replay_lsn', 'select pg_last_wal_replay_lsn()::text as lsn', []);
+    return rows[0]?.lsn ?? null;
+  }
+
+  /**
+   * One connection of this (standby's) pool that has replayed `lsn`, checked on it, as a PgDb
+   * whose every statement runs on that connection (ReplicaTarget.pinnedAt); null when it has not.
+   */
+  pinnedAt(lsn: string): Promise<{ db: PgDb; release(err?: unknown): void } | null> {
+    return this.guard(async () => {
+      const client = await this.pool.connect();
+      let done = false;
+      const release = (err?: unknown) => {
+        if (done) return;
+        done = true;
+        client.release(err === undefined ? undefined : err instanceof Error ? err : true);
+      };
+      try {
+        const { rows } = await client.query<{ ok: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as ok', [lsn]);
+        if (rows[0]?.ok !== true) {
+          release();
+          return null;
+        }
+      } catch (e) {
+        release(e);
+        throw e;
+      }
+      // A pool of this one connection: Kysely checks it out and "releases" it per statement.
+      const one = { query: (...a: unknown[]) => (client.query as (...x: unknown[]) => unknown)(...a), release: () => undefined };
+      const pool = { connect: async () => one, query: one.query, end: async () => undefined, on: () => pool } as unknown as pg.Pool;
+      return { db: new PgDb(pool), release };
+    });
+  }
+
+  /** pg_current_wal_lsn() (the router's sample of the primary). */
+  async walLsn(): Promise<string> {
+    const { rows } = await this.conn.exec<{ lsn: string }>('kslate_wal_lsn', 'select pg_current_wal_lsn()::text as lsn', []);
+    return rows[0].lsn;
   }
 
   /** Kysely over the pool, typed by the tables (also what ends the pool: `kysely.destroy()`). */
@@ -73,37 +195,37 @@ export class PgDb implements Db, SweepDb, ChangeLog {
   // ---- reading a record, query, history ---------------------------------------------------
 
   readRecord(cls: string, rid: string, opts: ReadRecordOptions) {
-    return this.guard(() => record.readRecord(this.conn, cls, rid, opts));
+    return this.route((db) => record.readRecord(db.conn, cls, rid, opts));
   }
 
   loadCheckpoint(cls: string, rid: string, role: string) {
-    return this.guard(() => record.loadCheckpoint(this.kysely, cls, rid, role));
+    return this.route((db) => record.loadCheckpoint(db.kysely, cls, rid, role));
   }
 
   queryRecords(cls: string, filters: QueryFilter[], opts: { afterId: number; limit: number; fields: string[]; maxBytes: number }) {
-    return this.guard(() => query.queryRecords(this.conn, cls, filters, opts));
+    return this.route((db) => query.queryRecords(db.conn, cls, filters, opts));
   }
 
   readHistory(cls: string, rid: string, opts: { fields: string[] | null; beforeSeq: number | null; limit: number; maxBytes: number; mark: HistoryMark }) {
-    return this.guard(() => history.readHistory(this.conn, cls, rid, opts));
+    return this.route((db) => history.readHistory(db.conn, cls, rid, opts));
   }
 
   recordOrHistoryExists(cls: string, rid: string) {
-    return this.guard(() => history.recordOrHistoryExists(this.kysely, cls, rid));
+    return this.route((db) => history.recordOrHistoryExists(db.kysely, cls, rid));
   }
 
   // ---- writes --------------------------------------------------------------------------
 
   writeField(w: WriteRequest) {
-    return this.guard(() => writes.writeField(this.conn, w));
+    return this.write((s) => writes.writeField(s, w));
   }
 
   claim(c: ClaimWrite) {
-    return this.guard(() => writes.claim(this.conn, c));
+    return this.write((s) => writes.claim(s, c));
   }
 
   saveCheckpoint(cls: string, rid: string, role: string, document: Record<string, unknown>, author: string) {
-    return this.guard(() => writes.saveCheckpoint(this.kysely, cls, rid, role, document, author));
+    return this.write((s) => writes.saveCheckpoint(s, cls, rid, role, document, author));
   }
 
   insertRejection(row: HistoryInsert) {
@@ -113,7 +235,7 @@ export class PgDb implements Db, SweepDb, ChangeLog {
   // ---- classes, read sets ----------------------------------------------------------------
 
   listClasses() {
-    return this.guard(() => classes.listClasses(this.kysely));
+    return this.route((db) => classes.listClasses(db.kysely));
   }
 
   applyClasses(live: ClassUpsert[], refused: { name: string; reason: string }[], markGone: boolean) {

@@ -31,6 +31,8 @@ export interface PgOptions {
   onPoolError?: (e: Error) => void;
   /** application_name of the sessions (at most 63 bytes). */
   applicationName?: string;
+  /** A standby serving reads (db/kysely/replicas.ts): its connections are not required to reach a primary. */
+  standby?: boolean;
 }
 
 /**
@@ -129,7 +131,7 @@ export function createPool(opts: PgOptions): pg.Pool {
     options: `-c client_connection_check_interval=${CLIENT_CHECK_MS}`,
     // A new connection must reach a writable primary (a failover can leave the address
     // leading to a standby for a while): refused here, it is never handed to a request.
-    onConnect: requirePrimary,
+    ...(opts.standby ? {} : { onConnect: requirePrimary }),
   });
   // An idle client losing its server emits 'error' on the pool; without a listener Node
   // would crash. The pool replaces the client on next use, which is how we recover.

@@ -6,7 +6,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { ClaimResult, ClaimWrite, HistoryInsert, WriteRequest, WriteResult } from '../port.js';
-import { j, type Conn } from './conn.js';
+import { j, type Statements } from './conn.js';
 import type { Database } from './schema.js';
 
 /** The put and append of migration 0010, named: decided and applied, or refused, in one statement. */
@@ -21,7 +21,7 @@ export const CLAIM = {
   text: 'select outcome, version, record_version, created, owner, lease_expires_ms, took_over_from from kslate_claim($1, $2, $3, $4, $5, $6, $7)',
 };
 
-export async function writeField(c: Conn, w: WriteRequest): Promise<WriteResult> {
+export async function writeField(c: Statements, w: WriteRequest): Promise<WriteResult> {
   const res = await c.exec<WriteRow>(WRITE.name, WRITE.text, [
     w.class,
     w.rid,
@@ -100,7 +100,7 @@ interface ClaimRow {
   took_over_from: string | null;
 }
 
-export async function claim(c: Conn, w: ClaimWrite): Promise<ClaimResult> {
+export async function claim(c: Statements, w: ClaimWrite): Promise<ClaimResult> {
   const res = await c.exec<ClaimRow>(CLAIM.name, CLAIM.text, [w.class, w.rid, w.field, w.author, w.identity_strength, w.lease_seconds, j(w.invocation)]);
   const { lease_expires_ms, ...r } = res.rows[0];
   return { ...r, lease_expires_at: lease_expires_ms === null ? null : new Date(lease_expires_ms) };
@@ -108,15 +108,19 @@ export async function claim(c: Conn, w: ClaimWrite): Promise<ClaimResult> {
 
 /** A role's checkpoint on an existing record, saved under its lock; null when the record does not exist. */
 export async function saveCheckpoint(
-  db: Kysely<Database>,
+  c: Statements,
   cls: string,
   rid: string,
   role: string,
   document: Record<string, unknown>,
   author: string,
 ): Promise<{ checkpoint_id: number; record_version: number } | null> {
-  const res = await sql<{ checkpoint_id: number; record_version: number }>`
-    select checkpoint_id, record_version from kslate_save_checkpoint(${cls}, ${rid}, ${role}, ${j(document)}, ${author})`.execute(db);
+  const doc = j(document);
+  const res = await c.named<{ checkpoint_id: number; record_version: number }>(
+    'kslate_save_checkpoint',
+    [cls, rid, role, doc, author],
+    () => sql`select checkpoint_id, record_version from kslate_save_checkpoint(${cls}, ${rid}, ${role}, ${doc}, ${author})`,
+  );
   return res.rows[0] ?? null;
 }
 

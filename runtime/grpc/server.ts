@@ -132,6 +132,10 @@ export async function startGrpc(
     return { code, details: message, metadata };
   };
 
+  /** gRPC's X-Kslate-Lsn and X-Kslate-Min-Lsn (docs/ha.md "Reads from standbys"). */
+  const LSN_KEY = 'x-kslate-lsn';
+  const MIN_LSN_KEY = 'x-kslate-min-lsn';
+
   type Codec = { build: (msg: any, oversized: boolean) => unknown; shape: (out: Outcome) => object };
   const codec = <T, I>(build: (msg: T, oversized: boolean) => I, shape: (out: Outcome) => object): Codec => ({ build, shape });
 
@@ -159,6 +163,7 @@ export async function startGrpc(
           authorization: firstText(call.metadata, 'authorization'),
           scope: firstText(call.metadata, 'x-svc-scope'),
           requestId,
+          minLsn: firstText(call.metadata, MIN_LSN_KEY),
         },
         op,
         () => {
@@ -169,8 +174,12 @@ export async function startGrpc(
         timed === undefined ? {} : { timed },
       );
       log.author = r.identity?.author;
+      // The WAL position the call's writes reached, in the trailing metadata (docs/ha.md).
+      const trailer = new grpc.Metadata();
+      if (r.lsn !== null) trailer.set(LSN_KEY, r.lsn);
       if (!r.ok) {
         const status = toGrpc(r.error, requestId);
+        if (r.lsn !== null) status.metadata?.set(LSN_KEY, r.lsn);
         log.sendId();
         callback(status);
         logged(status.code ?? grpc.status.UNKNOWN, r.error.code);
@@ -192,7 +201,7 @@ export async function startGrpc(
           throw e;
         }
         log.sendId();
-        callback(null, bytes);
+        callback(null, bytes, trailer);
         logged(grpc.status.OK);
       } catch (e) {
         const err = asSvcError(e, { log: s.log, requestId });

@@ -12,7 +12,7 @@ import { watchOperations } from '../../handlers/watch.js';
 import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } from './mcp/server.js';
 import { ClientClosedRequest, runRequest, type AppServices } from '../request.js';
 import { readBody } from './body.js';
-import { addErrorHeaders, reply, replyText, RETRY_AFTER_SECONDS } from './reply.js';
+import { addErrorHeaders, LSN_HEADER, reply, replyText, RETRY_AFTER_SECONDS } from './reply.js';
 import { mountProtectedResource, PRM_PATH, PRM_RESOURCES } from './protected-resource.js';
 import { serveWatch } from './watch-sse.js';
 import { requestIdFrom, requestMeta, type AppEnv, type PeerAddress } from './env.js';
@@ -149,10 +149,11 @@ async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: P
     return op.fromHttp({ params: c.req.param() as Record<string, string>, query: c.req.query(), names, body });
   });
   if (r.identity) c.set('author', r.identity.author);
+  const extra = r.lsn === null ? undefined : { [LSN_HEADER]: r.lsn };
   if (!r.ok) {
     c.set('errorCode', r.error.code);
-    return reply(c, r.error.status, r.error.body(), close);
+    return reply(c, r.error.status, r.error.body(), close, extra);
   }
   // A body the handler already wrote as JSON text (history) goes out as it is.
-  return replyText(c, r.out.created ? 201 : 200, r.out.json ?? JSON.stringify(r.out.body), close);
+  return replyText(c, r.out.created ? 201 : 200, r.out.json ?? JSON.stringify(r.out.body), close, extra);
 }

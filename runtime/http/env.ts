@@ -31,5 +31,6 @@ export function requestMeta(c: Context<AppEnv>, s: AppServices, peer: PeerAddres
     authorization: c.req.header('authorization'),
     scope: c.req.header('x-svc-scope'),
     requestId: c.get('requestId'),
+    minLsn: c.req.header('x-kslate-min-lsn'),
   };
 }

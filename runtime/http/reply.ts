@@ -24,9 +24,12 @@ export function addErrorHeaders(c: Context<AppEnv>, s: AppServices): void {
  * Node, @hono/node-server writes such a response straight to the socket, where `c.json`
  * plus a header set afterwards builds two `Headers` objects per request.
  */
-export function reply(c: Context<AppEnv>, status: number, body: unknown, close = false): Response {
-  return replyText(c, status, JSON.stringify(body), close);
+export function reply(c: Context<AppEnv>, status: number, body: unknown, close = false, extra?: Record<string, string>): Response {
+  return replyText(c, status, JSON.stringify(body), close, extra);
 }
+
+/** The WAL position a write reached: send it back as X-Kslate-Min-Lsn to read your writes (docs/ha.md). */
+export const LSN_HEADER = 'x-kslate-lsn';
 
 /**
  * The same with the body already JSON text. Parts are encoded one after another into one
@@ -34,9 +37,15 @@ export function reply(c: Context<AppEnv>, status: number, body: unknown, close =
  * to measure it (Buffer.byteLength on a concatenation flattens it), ~10% of a history page's
  * gateway CPU.
  */
-export function replyText(c: Context<AppEnv>, status: number, json: string | readonly string[], close = false): Response {
+export function replyText(
+  c: Context<AppEnv>,
+  status: number,
+  json: string | readonly string[],
+  close = false,
+  extra?: Record<string, string>,
+): Response {
   c.set('replied', true);
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': c.get('requestId') };
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': c.get('requestId'), ...extra };
   if (close) headers.connection = 'close';
   return new Response(typeof json === 'string' ? json : utf8(json), { status, headers });
 }

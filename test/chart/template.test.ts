@@ -91,6 +91,29 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       expect(ofKind(objs, 'StatefulSet')).toEqual([]);
       expect(objs.filter((o) => o.metadata.name.includes('postgres'))).toEqual([]);
     });
+    test('external.replicaDsns: the gateway reads them comma-separated from a Secret of their own; the lag and wait bounds pass as flags', () => {
+      const dsns = ['postgres://kslate:s@db-ro-1:5432/kslate?sslmode=require', 'postgres://kslate:s@db-ro-2:5432/kslate?sslmode=require'];
+      const objs = render(v, ['tls'], { 'external.replicaDsns': dsns, 'gateway.replicaMaxLag': '500ms', 'gateway.replicaWait': '100ms' });
+      expect(find(objs, 'Secret', 'rel-kslate-db-replicas').stringData).toEqual({ 'replica-dsns': dsns.join(',') });
+      const gw = find(objs, 'Deployment', GATEWAY);
+      const env = container(gw).env.find((e: { name: string }) => e.name === 'KSLATE_DATABASE_REPLICA_URL');
+      expect(env.valueFrom.secretKeyRef).toEqual({ name: 'rel-kslate-db-replicas', key: 'replica-dsns' });
+      expect(flag(gw, '--replica-max-lag')).toBe('500ms');
+      expect(flag(gw, '--replica-wait')).toBe('100ms');
+      // The worker sweeps on the primary only.
+      expect(container(find(objs, 'Deployment', WORKER)).env.some((e: { name: string }) => e.name === 'KSLATE_DATABASE_REPLICA_URL')).toBe(false);
+      // An existing Secret instead: no chart Secret for them.
+      const own = render(v, ['tls'], { 'external.replicaExistingSecret': 'ro-dsns', 'external.replicaExistingSecretKey': 'urls' });
+      expect(ofKind(own, 'Secret').map((o) => o.metadata.name)).not.toContain('rel-kslate-db-replicas');
+      expect(container(find(own, 'Deployment', GATEWAY)).env.find((e: { name: string }) => e.name === 'KSLATE_DATABASE_REPLICA_URL').valueFrom.secretKeyRef).toEqual({
+        name: 'ro-dsns',
+        key: 'urls',
+      });
+      // Without standbys: no variable, no flags (the gateway's defaults).
+      const none = find(render(v, ['tls']), 'Deployment', GATEWAY);
+      expect(container(none).env.some((e: { name: string }) => e.name === 'KSLATE_DATABASE_REPLICA_URL')).toBe(false);
+      expect(flag(none, '--replica-max-lag')).toBeUndefined();
+    });
     test('external.dsn: the chart Secret holds it as given', () => {
       const objs = render(v, ['tls']);
       expect(find(objs, 'Secret', 'rel-kslate-db').stringData).toEqual({ dsn: 'postgres://kslate:secret@db.example.com:5432/kslate?sslmode=verify-full' });

@@ -364,3 +364,27 @@ describe('README configuration table', () => {
     }
   });
 });
+
+describe('standbys for reads (docs/ha.md "Reads from standbys")', () => {
+  it('takes --database-replica-url repeated, or KSLATE_DATABASE_REPLICA_URL as a comma-separated list; the flags beat the variable', () => {
+    expect(parseConfig([], {}).databaseReplicaUrls).toEqual([]);
+    expect(parseConfig(['--database-replica-url', 'postgres://a/db', '--database-replica-url', 'postgresql://b/db'], {}).databaseReplicaUrls).toEqual([
+      'postgres://a/db',
+      'postgresql://b/db',
+    ]);
+    expect(parseConfig([], { KSLATE_DATABASE_REPLICA_URL: 'postgres://a/db, postgres://b/db,' }).databaseReplicaUrls).toEqual(['postgres://a/db', 'postgres://b/db']);
+    expect(parseConfig(['--database-replica-url', 'postgres://f/db'], { KSLATE_DATABASE_REPLICA_URL: 'postgres://a/db' }).databaseReplicaUrls).toEqual([
+      'postgres://f/db',
+    ]);
+    const e = configError(() => parseConfig(['--database-replica-url', 'mysql://x/db'], {}));
+    expect(e.message).toContain('--database-replica-url (KSLATE_DATABASE_REPLICA_URL) must be a postgres:// connection string');
+  });
+
+  it('bounds untokened standby reads by --replica-max-lag (1s) and tokened waits by --replica-wait (50ms)', () => {
+    const d = parseConfig([], {});
+    expect([d.replicaMaxLagMs, d.replicaWaitMs]).toEqual([1000, 50]);
+    const c = parseConfig(['--replica-max-lag', '250ms'], { KSLATE_REPLICA_WAIT: '200ms' });
+    expect([c.replicaMaxLagMs, c.replicaWaitMs]).toEqual([250, 200]);
+    expect(configError(() => parseConfig(['--replica-max-lag', 'soon'], {})).message).toContain('--replica-max-lag (KSLATE_REPLICA_MAX_LAG) must be a duration');
+  });
+});

@@ -259,7 +259,7 @@ const definition = protoLoader.loadSync(['svc/v1/svc.proto', 'google/rpc/status.
   defaults: true,
   oneofs: true,
 });
-const proto = grpc.loadPackageDefinition(definition) as unknown as ProtoGrpcType;
+export const proto = grpc.loadPackageDefinition(definition) as unknown as ProtoGrpcType;
 
 interface Codec<T> {
   deserialize(b: Buffer): T;

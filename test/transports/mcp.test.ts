@@ -113,12 +113,12 @@ describe('tools/list', () => {
       expect(tl.description!.length).toBeGreaterThan(100);
     }
     const props = (name: string) => Object.keys(byName[name].inputSchema.properties ?? {}).sort();
-    expect(props('svc_get')).toEqual(['entries_before', 'entries_limit', 'fields', 'record']);
+    expect(props('svc_get')).toEqual(['entries_before', 'entries_limit', 'fields', 'min_lsn', 'record']);
     expect(props('svc_put')).toEqual(['based_on', 'evidence', 'expected_version', 'field', 'invocation', 'record', 'value']);
     expect(props('svc_append')).toEqual(['based_on', 'entry', 'evidence', 'field', 'invocation', 'record']);
     expect(props('svc_claim')).toEqual(['field', 'invocation', 'lease_seconds', 'record', 'renew']);
-    expect(props('svc_checkpoint')).toEqual(['action', 'document', 'record', 'role']);
-    expect(props('svc_query')).toEqual(['after', 'class', 'filters', 'limit']);
+    expect(props('svc_checkpoint')).toEqual(['action', 'document', 'min_lsn', 'record', 'role']);
+    expect(props('svc_query')).toEqual(['after', 'class', 'filters', 'limit', 'min_lsn']);
     expect(byName.svc_put.inputSchema.required).toEqual(['record', 'field', 'value']);
     expect(byName.svc_append.inputSchema.required).toEqual(['record', 'field', 'entry', 'evidence']);
     expect(byName.svc_checkpoint.inputSchema.required).toEqual(['record', 'action']);

@@ -66,10 +66,11 @@ test('the write tools list exactly the keys of their handler body schemas', () =
   expect(props('svc_append')).toEqual(keys(appendBody, 'record', 'field'));
   expect(props('svc_claim')).toEqual(keys(claimBody, 'record', 'field'));
   // svc_checkpoint carries save (its body) and load (`role`, a query parameter on HTTP).
-  expect(props('svc_checkpoint')).toEqual([...keys(saveBody, 'record', 'action'), ...Object.keys(loadParams.entries)].sort());
+  // The tools that read also take `min_lsn`, HTTP's X-Kslate-Min-Lsn header (docs/ha.md).
+  expect(props('svc_checkpoint')).toEqual([...keys(saveBody, 'record', 'action', 'min_lsn'), ...Object.keys(loadParams.entries)].sort());
   // The reads: their handlers' parameter schemas, whose keys are also the names they accept.
-  expect(props('svc_get')).toEqual(keys(getParams, 'record'));
-  expect(props('svc_query')).toEqual(keys(queryParams, 'class'));
+  expect(props('svc_get')).toEqual(keys(getParams, 'record', 'min_lsn'));
+  expect(props('svc_query')).toEqual(keys(queryParams, 'class', 'min_lsn'));
 });
 
 /**

@@ -15,7 +15,7 @@ import { operations, type Operation } from '../../../handlers/index.js';
 import type { McpSurface } from '../../../handlers/types.js';
 import type { Outcome } from '../../../handlers/pipeline.js';
 import type { QueryInput } from '../../../handlers/query.js';
-import type { Caller } from '../../request.js';
+import { checkMinLsn, type Caller } from '../../request.js';
 
 /** Tool arguments as the client sent them (any JSON object). */
 export type ToolArgs = Record<string, unknown>;
@@ -28,8 +28,16 @@ export type ToolArgs = Record<string, unknown>;
 export interface ToolDef {
   name: string;
   address: v.ObjectEntries;
+  /** It reads records: it takes `min_lsn`, the read-your-writes token (docs/ha.md). */
+  reads?: true;
   run(caller: Caller, args: ToolArgs): Promise<Outcome>;
 }
+
+/** The argument a read tool takes for read-your-writes: what HTTP sends as X-Kslate-Min-Lsn. */
+export const MIN_LSN_ARG = 'min_lsn';
+
+/** Where a tool result carries the WAL position its write reached (HTTP: X-Kslate-Lsn). */
+export const LSN_META_KEY = 'kslate.dev/lsn';
 
 // The table infers a read's input type from its HTTP mapping, where query values are text; the
 // handlers take the wider inputs (lists, numbers, absent keys) that MCP and gRPC send.
@@ -156,6 +164,7 @@ export const TOOLS: readonly ToolDef[] = [
   {
     name: 'svc_get',
     address: { record },
+    reads: true,
     run(caller, a) {
       const r = recordOf(a);
       const input = {
@@ -198,6 +207,7 @@ export const TOOLS: readonly ToolDef[] = [
   },
   {
     name: 'svc_checkpoint',
+    reads: true,
     address: {
       record,
       action: v.pipe(v.picklist(actionsOf('svc_checkpoint')), d('"save" your progress or "load" the last saved one.')),
@@ -215,6 +225,7 @@ export const TOOLS: readonly ToolDef[] = [
   },
   {
     name: 'svc_query',
+    reads: true,
     address: { class: v.pipe(v.string(), d('The class name, e.g. "incident".')) },
     run(caller, a) {
       const cls = address(a, 'class', 'the class name, e.g. "incident"');
@@ -259,6 +270,16 @@ export function listing(tool: ToolDef): Tool {
   const several = ops.length > 1;
   const entries: v.ObjectEntries = { ...tool.address };
   const required = new Set(Object.keys(tool.address));
+  if (tool.reads) {
+    entries[MIN_LSN_ARG] = v.optional(
+      v.pipe(
+        v.string(),
+        d(
+          "Read your own writes: the `lsn` a write tool's result gave in `_meta[\"kslate.dev/lsn\"]`. The read then sees that write even when a standby serves it.",
+        ),
+      ),
+    );
+  }
   for (const o of ops) {
     for (const [k, schema] of Object.entries(o.args)) {
       // Several actions: each takes its own arguments, so none is required of the tool.
@@ -293,11 +314,13 @@ export function listing(tool: ToolDef): Tool {
 export const TOOL_LIST: Tool[] = TOOLS.map(listing);
 
 /** `structuredContent` is the HTTP body and `content[0].text` the same JSON (decisions §7). */
-export function toolResult(body: Record<string, unknown>, isError: boolean): CallToolResult {
+export function toolResult(body: Record<string, unknown>, isError: boolean, lsn: string | null = null): CallToolResult {
   return {
     content: [{ type: 'text', text: JSON.stringify(body) }],
     structuredContent: body,
     ...(isError ? { isError: true } : {}),
+    // In _meta, so structuredContent stays the HTTP body (decisions §7); docs/ha.md.
+    ...(lsn !== null ? { _meta: { [LSN_META_KEY]: lsn } } : {}),
   };
 }
 
@@ -311,10 +334,26 @@ export async function callTool(name: string, args: ToolArgs | undefined, caller:
   if (!tool) {
     throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}; the tools are ${TOOLS.map((t) => t.name).join(', ')}.`);
   }
+  let lsn: string | null = null;
   try {
-    const out = await tool.run(caller, args ?? {});
-    return toolResult(out.body, false);
+    let a = args ?? {};
+    let minLsn: string | null | undefined;
+    if (tool.reads && MIN_LSN_ARG in a) {
+      const { [MIN_LSN_ARG]: token, ...rest } = a;
+      if (typeof token !== 'string') {
+        throw new SvcError('MALFORMED', `\`${MIN_LSN_ARG}\` must be a string, the lsn a write's result gave in _meta["${LSN_META_KEY}"].`);
+      }
+      minLsn = checkMinLsn(token);
+      a = rest;
+    }
+    // The call's token goes in, the position its write reached comes back (the tools run one operation each).
+    const call: Caller = {
+      ...caller,
+      run: (op, decode, opts = {}) => caller.run(op, decode, { ...opts, ...(minLsn !== undefined ? { minLsn } : {}), onLsn: (l) => (lsn = l) }),
+    };
+    const out = await tool.run(call, a);
+    return toolResult(out.body, false, lsn);
   } catch (e) {
-    return toolResult(caller.errorOf(e).body(), true);
+    return toolResult(caller.errorOf(e).body(), true, lsn);
   }
 }

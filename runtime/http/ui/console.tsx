@@ -204,14 +204,14 @@ async function call<I>(c: C, s: AppServices, peer: PeerAddress, op: Operation<I>
   try {
     const session = s.budget.isExhausted(meta.address) ? ({ kind: 'none' } as const) : await currentSession(c, s);
     if (session.kind === 'ended') {
-      r = { ok: false, error: await sessionEnded(s, meta.address) };
+      r = { ok: false, error: await sessionEnded(s, meta.address), lsn: null };
     } else {
       const authorization = session.kind === 'live' ? `Bearer ${session.credential}` : undefined;
       r = await runRequest(s, { ...meta, authorization, scope: undefined }, op, () => input);
       if (session.kind === 'live' && !r.ok && r.error.code === 'UNAUTHENTICATED') await forgetSession(c, s);
     }
   } catch (e) {
-    r = { ok: false, error: asSvcError(e, { log: s.log, requestId: meta.requestId }) };
+    r = { ok: false, error: asSvcError(e, { log: s.log, requestId: meta.requestId }), lsn: null };
   }
   if (r.identity) c.set('author', r.identity.author);
   if (!r.ok) c.set('errorCode', r.error.code);
