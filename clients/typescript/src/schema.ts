@@ -1121,6 +1121,8 @@ export interface components {
         CacheControl: string;
         /** @description A validator of this answer; send it in If-None-Match to get 304 while it has not changed. */
         ETag: string;
+        /** @description The database's WAL position at or after this write's commit (e.g. 16/B374D848). Send it back as X-Kslate-Min-Lsn on a read to see this write even when a standby serves the read (docs/ha.md, Reads from standbys). Also on a refusal that recorded a history row (STALE, STALE_PREMISE, HELD). */
+        XKslateLsn: string;
         /** @description The MCP session opened by initialize on /mcp/session: send it on every later request of the session (docs/mcp.md, Subscriptions). */
         McpSessionId: string;
     };
@@ -1318,6 +1320,8 @@ export interface operations {
             header?: {
                 /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
                 "X-Svc-Scope"?: components["parameters"]["XSvcScope"];
+                /** @description Read your own writes: the X-Kslate-Lsn of a write. A standby serves the read only once it has replayed that far; else the primary does. Malformed: 400 MALFORMED. */
+                "X-Kslate-Min-Lsn"?: string;
                 /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
@@ -1439,6 +1443,8 @@ export interface operations {
             header?: {
                 /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
                 "X-Svc-Scope"?: components["parameters"]["XSvcScope"];
+                /** @description Read your own writes: the X-Kslate-Lsn of a write. A standby serves the read only once it has replayed that far; else the primary does. Malformed: 400 MALFORMED. */
+                "X-Kslate-Min-Lsn"?: string;
                 /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
@@ -1562,6 +1568,8 @@ export interface operations {
             header?: {
                 /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
                 "X-Svc-Scope"?: components["parameters"]["XSvcScope"];
+                /** @description Read your own writes: the X-Kslate-Lsn of a write. A standby serves the read only once it has replayed that far; else the primary does. Malformed: 400 MALFORMED. */
+                "X-Kslate-Min-Lsn"?: string;
                 /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
@@ -1677,6 +1685,8 @@ export interface operations {
             header?: {
                 /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
                 "X-Svc-Scope"?: components["parameters"]["XSvcScope"];
+                /** @description Read your own writes: the X-Kslate-Lsn of a write. A standby serves the read only once it has replayed that far; else the primary does. Malformed: 400 MALFORMED. */
+                "X-Kslate-Min-Lsn"?: string;
                 /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
@@ -1802,6 +1812,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Kslate-Lsn": components["headers"]["XKslateLsn"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1932,6 +1943,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Kslate-Lsn": components["headers"]["XKslateLsn"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1942,6 +1954,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Kslate-Lsn": components["headers"]["XKslateLsn"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2082,6 +2095,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Kslate-Lsn": components["headers"]["XKslateLsn"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2092,6 +2106,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Kslate-Lsn": components["headers"]["XKslateLsn"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2232,6 +2247,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Kslate-Lsn": components["headers"]["XKslateLsn"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2242,6 +2258,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Kslate-Lsn": components["headers"]["XKslateLsn"];
                     [name: string]: unknown;
                 };
                 content: {
