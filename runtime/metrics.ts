@@ -35,61 +35,36 @@ export interface PromMetrics extends Metrics {
 /** The end reasons counted by svc_watch_ended_total; anything else is counted as `other`. */
 const WATCH_END_REASONS = new Set(['slow', 'shutdown', 'revoked', 'max_age', 'recreated', 'closed', 'error']);
 
+/**
+ * The metric constructors on one registry: a metric is its name, its help and its labels, so
+ * each declaration below (and the worker's, worker-metrics.ts) is one line of those.
+ */
+export function metricsOn(registry: Registry) {
+  return {
+    counter: <const L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
+      new Counter<L>({ name, help, labelNames, registers: [registry] }),
+    gauge: <const L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
+      new Gauge<L>({ name, help, labelNames, registers: [registry] }),
+  };
+}
+
 export function createMetrics(): PromMetrics {
   const registry = new Registry();
-  const writes = new Counter({
-    name: 'svc_writes_total',
-    help: 'Applied writes (put, append).',
-    labelNames: ['class', 'field', 'outcome'],
-    registers: [registry],
-  });
-  const rejections = new Counter({
-    name: 'svc_rejections_total',
-    help: 'Rejected requests.',
-    labelNames: ['class', 'field', 'role', 'outcome'],
-    registers: [registry],
-  });
-  const claims = new Counter({
-    name: 'svc_claims_total',
-    help: 'Claim attempts (claim, renew, release, takeover).',
-    labelNames: ['class', 'field', 'outcome'],
-    registers: [registry],
-  });
-  const takeovers = new Counter({
-    name: 'svc_takeovers_total',
-    help: 'Successful takeovers of expired leases.',
-    registers: [registry],
-  });
+  const { counter } = metricsOn(registry);
+  const writes = counter('svc_writes_total', 'Applied writes (put, append).', ['class', 'field', 'outcome']);
+  const rejections = counter('svc_rejections_total', 'Rejected requests.', ['class', 'field', 'role', 'outcome']);
+  const claims = counter('svc_claims_total', 'Claim attempts (claim, renew, release, takeover).', ['class', 'field', 'outcome']);
+  const takeovers = counter('svc_takeovers_total', 'Successful takeovers of expired leases.');
   const latency = new Histogram({
     name: 'svc_write_latency_seconds',
     help: 'Latency of every non-GET request, including MCP tool calls.',
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
-  const checkpoints = new Counter({
-    name: 'svc_checkpoints_total',
-    help: 'Checkpoints saved.',
-    labelNames: ['class', 'role'],
-    registers: [registry],
-  });
-  const refusals = new Counter({
-    name: 'svc_limit_refusals_total',
-    help: 'Connections, watch streams and MCP sessions refused by a capacity limit (--max-conns, --max-conns-per-address, --watch-max-streams, --watch-max-streams-per-identity, --mcp-max-sessions, --mcp-max-sessions-per-identity).',
-    labelNames: ['limit'],
-    registers: [registry],
-  });
-  const ended = new Counter({
-    name: 'svc_watch_ended_total',
-    help: 'Watch streams ended, by reason: slow (the client did not read), revoked (role or credential), max_age, shutdown, recreated, closed (by the client).',
-    labelNames: ['reason'],
-    registers: [registry],
-  });
-  const reads = new Counter({
-    name: 'svc_db_reads_total',
-    help: 'Database reads of requests by where they were served: target="primary", or a standby\'s index in --database-replica-url order.',
-    labelNames: ['target'],
-    registers: [registry],
-  });
+  const checkpoints = counter('svc_checkpoints_total', 'Checkpoints saved.', ['class', 'role']);
+  const refusals = counter('svc_limit_refusals_total', 'Connections, watch streams and MCP sessions refused by a capacity limit (--max-conns, --max-conns-per-address, --watch-max-streams, --watch-max-streams-per-identity, --mcp-max-sessions, --mcp-max-sessions-per-identity).', ['limit']);
+  const ended = counter('svc_watch_ended_total', 'Watch streams ended, by reason: slow (the client did not read), revoked (role or credential), max_age, shutdown, recreated, closed (by the client).', ['reason']);
+  const reads = counter('svc_db_reads_total', 'Database reads of requests by where they were served: target="primary", or a standby\'s index in --database-replica-url order.', ['target']);
   const gauges: GaugeSources = { watchStreams: () => 0, watchBufferedBytes: () => 0, mcpSessions: () => 0, replicas: () => [] };
   new Gauge({
     name: 'svc_replica_lag_seconds',

@@ -4,9 +4,10 @@
  * whole after each sweep: a class that is gone from the class table drops its series. Label
  * values come only from the class table (class and role names), never from requests.
  */
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import type { ClassRow, WorkerGauges } from '../db/port.js';
 import type { SweepReport } from '../worker/sweep.js';
+import { metricsOn } from './metrics.js';
 
 export interface WorkerMetrics {
   registry: Registry;
@@ -16,41 +17,16 @@ export interface WorkerMetrics {
 
 export function createWorkerMetrics(): WorkerMetrics {
   const registry = new Registry();
-  const records = new Gauge({ name: 'svc_records', help: 'Live records.', labelNames: ['class'], registers: [registry] });
-  const history = new Gauge({ name: 'svc_history_rows', help: 'History rows.', labelNames: ['class'], registers: [registry] });
-  const lapsed = new Gauge({
-    name: 'svc_leases_lapsed',
-    help: 'Task fields with a lapsed lease nobody reclaimed.',
-    registers: [registry],
-  });
-  const wroteNothing = new Gauge({
-    name: 'svc_role_wrote_nothing',
-    help: 'Live records on which no identity of the role has written.',
-    labelNames: ['class', 'role'],
-    registers: [registry],
-  });
-  const duration = new Gauge({
-    name: 'svc_sweep_duration_seconds',
-    help: 'How long the last sweep that ran took.',
-    registers: [registry],
-  });
-  const lastSuccess = new Gauge({
-    name: 'svc_sweep_last_success_timestamp_seconds',
-    help: 'When the last sweep whose every step succeeded ended (Unix time).',
-    registers: [registry],
-  });
-  const refused = new Gauge({
-    name: 'svc_classes_refused',
-    help: 'Class manifests (SharedContext objects) the last class reconcile refused: invalid, a duplicate name or a kind change. The worker log (once per change) and the Accepted condition say why.',
-    registers: [registry],
-  });
-  const sweeps = new Counter({
-    name: 'svc_sweeps_total',
-    help: 'Sweeps that ran, by outcome (ok: every step succeeded; failed: a step failed). A refused manifest is svc_classes_refused, not a failure.',
-    labelNames: ['outcome'],
-    registers: [registry],
-  });
-  const expired = new Counter({ name: 'svc_records_expired_total', help: 'Records deleted by TTL expiry.', registers: [registry] });
+  const { counter, gauge } = metricsOn(registry);
+  const records = gauge('svc_records', 'Live records.', ['class']);
+  const history = gauge('svc_history_rows', 'History rows.', ['class']);
+  const lapsed = gauge('svc_leases_lapsed', 'Task fields with a lapsed lease nobody reclaimed.');
+  const wroteNothing = gauge('svc_role_wrote_nothing', 'Live records on which no identity of the role has written.', ['class', 'role']);
+  const duration = gauge('svc_sweep_duration_seconds', 'How long the last sweep that ran took.');
+  const lastSuccess = gauge('svc_sweep_last_success_timestamp_seconds', 'When the last sweep whose every step succeeded ended (Unix time).');
+  const refused = gauge('svc_classes_refused', 'Class manifests (SharedContext objects) the last class reconcile refused: invalid, a duplicate name or a kind change. The worker log (once per change) and the Accepted condition say why.');
+  const sweeps = counter('svc_sweeps_total', 'Sweeps that ran, by outcome (ok: every step succeeded; failed: a step failed). A refused manifest is svc_classes_refused, not a failure.', ['outcome']);
+  const expired = counter('svc_records_expired_total', 'Records deleted by TTL expiry.');
   for (const o of ['ok', 'failed']) sweeps.inc({ outcome: o }, 0);
   return {
     registry,

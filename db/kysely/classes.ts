@@ -27,7 +27,8 @@ export function applyClasses(db: Kysely<Database>, live: ClassUpsert[], refused:
               spec: (eb) => eb.ref('excluded.spec'),
               gone: false,
               status: null,
-              updated_at: sql<Date>`now()`,
+              // The inserted row's now(): Citus refuses a function that is not IMMUTABLE in DO UPDATE SET.
+              updated_at: (eb) => eb.ref('excluded.updated_at'),
             })
             .where(({ eb, or, ref }) =>
               or([

@@ -21,6 +21,8 @@ export class Conn {
   private noLsn = false;
   /** Told once when that happens (the runtime logs it). */
   onNoLsn?: (e: Error) => void;
+  /** Whether the database is distributed by Citus (migration 0014), once asked. */
+  private citusOnce: Promise<boolean> | undefined;
 
   constructor(readonly pool: pg.Pool) {
     this.kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
@@ -36,6 +38,22 @@ export class Conn {
   exec<R>(name: string, text: string, values: readonly unknown[]): Promise<{ rows: R[] }> {
     if (!this.describeOnce) return this.pool.query<R & pg.QueryResultRow>({ name, text, values: [...values] });
     return runNamed<R>(this.pool, name, text, [...values]);
+  }
+
+  /**
+   * Whether the database has the citus extension (its tables then distributed by migration
+   * 0014): asked once. For the few statements whose best plain-PostgreSQL shape Citus cannot
+   * route to one shard (readHistory).
+   */
+  citus(): Promise<boolean> {
+    this.citusOnce ??= this.pool
+      .query<{ c: boolean }>(`select exists (select 1 from pg_extension where extname = 'citus') as c`)
+      .then((r) => r.rows[0]?.c === true)
+      .catch((e) => {
+        this.citusOnce = undefined;
+        throw e;
+      });
+    return this.citusOnce;
   }
 
   /**

@@ -40,8 +40,9 @@ export async function readHistory(
   // migration 0008) and the page as ONE text (HistoryPage.rows), which the reader sends
   // as it is unless it asked for rows marked: rendering the columns at read time cost ~8
   // ms of CPU per 1,000 rows, and building 1,000 row objects in the driver ~3x a single
-  // text. Rows older than 0008 are rendered here by the same function, in a subquery that
-  // runs only for them (a whole-row reference in the scan itself cost ~0.3 ms a page).
+  // text. Rows older than 0008 are rendered here by the same function, from the row's columns
+  // (migration 0014; coalesce evaluates it only for them). Not from a whole-row reference: one
+  // in the scan itself cost ~0.3 ms a page, and on Citus a shard's row is not a `history`.
   // Rows of an expired record's earlier life (notPurged) are left out after the LIMIT, not
   // inside it: they are that record's oldest rows (every id at most the purge mark), so the
   // newest rows past them are the same, and as a condition on `id` inside, where its value
@@ -57,7 +58,10 @@ export async function readHistory(
     mark === 'all' ? sql`chr(30) || doc || chr(31)` : mark === 'premises' ? sql`case when based_on is null then doc else chr(30) || doc || chr(31) end` : sql`doc`;
   // A named statement per shape (fields, cursor, marks): planning this one cost ~0.4 ms
   // of PostgreSQL CPU per page, a third of its execution.
-  const shape = `${fields === null ? 'all' : fields.length === 1 ? 'one' : 'some'}_${beforeSeq === null ? 'first' : 'before'}_${mark}`;
+  // On Citus the record's shard is found from the parameters themselves: it cannot prune by
+  // k's columns (the opaque subquery below that keeps plain PostgreSQL on the record's index).
+  const citus = await c.citus();
+  const shape = `${fields === null ? 'all' : fields.length === 1 ? 'one' : 'some'}_${beforeSeq === null ? 'first' : 'before'}_${mark}${citus ? '_citus' : ''}`;
   // The page comes in runs of rows of about HISTORY_RUN_BYTES each, not as one text: a
   // string over ~128 KB is a large object to V8, and a page's worth of them per request
   // drove a mark-compact every ~30 pages under the chart's heap cap (2x the CPU per page).
@@ -71,10 +75,12 @@ export async function readHistory(
         from (select ${cls}::text as class, ${rid}::text as rid offset 0) k
         cross join lateral (
           select h.id, h.based_on,
-                 coalesce(h.rendered, (select kslate_history_text(o) from history o where o.id = h.id)) as doc,
+                 coalesce(h.rendered, kslate_history_render_row(h.id, h.field, h.op, h.version, h.record_version, h.value,
+                   h.value_size, h.value_sha256, h.author, h.identity_strength, h.evidence, h.expected_version, h.invocation,
+                   h.outcome, h.based_on, h.created_at)) as doc,
                  ${HISTORY_BYTES} as sz
           from history h
-          where h.class = k.class and h.rid = k.rid
+          where ${citus ? sql`h.class = ${cls} and h.rid = ${rid}` : sql`h.class = k.class and h.rid = k.rid`}
             ${fields && fields.length === 1 ? sql`and h.field = ${fields[0]}` : sql``}
             ${fields && fields.length !== 1 ? sql`and h.field = any(${fields}::text[])` : sql``}
             ${beforeSeq !== null ? sql`and h.id < ${beforeSeq}` : sql``}

@@ -148,10 +148,10 @@ export function queryRecordsStatement(cls: string, filters: QueryFilter[], opts:
     )})`;
   };
   const others = rest.map(
-    (f, i) => sql`and exists (select 1 from fields ${sql.raw(`o${i}`)} where ${sql.raw(`o${i}`)}.record_id = f1.record_id and ${cond(f, `o${i}`)})`,
+    (f, i) => sql`and exists (select 1 from fields ${sql.raw(`o${i}`)} where ${sql.raw(`o${i}`)}.rid = f1.rid and ${sql.raw(`o${i}`)}.record_id = f1.record_id and ${cond(f, `o${i}`)})`,
   );
   const branch = (driving: RawBuilder<unknown>) => sql`(
-    select f1.record_id from fields f1
+    select f1.record_id, f1.rid from fields f1
     where f1.class = ${cls} and ${driving} and f1.record_id > ${opts.afterId}
       ${sql.join(others, sql` `)}
     order by f1.record_id limit ${opts.limit})`;
@@ -164,7 +164,7 @@ export function queryRecordsStatement(cls: string, filters: QueryFilter[], opts:
   return first
     ? sql<PageRow>`
         select r.id, r.rid, r.record_version
-        from (${sql.join(branches, sql` union all `)}) m join records r on r.id = m.record_id
+        from (${sql.join(branches, sql` union all `)}) m join records r on r.rid = m.rid and r.id = m.record_id
         order by m.record_id limit ${opts.limit}`
     : sql<PageRow>`
         select r.id, r.rid, r.record_version from records r

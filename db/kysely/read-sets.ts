@@ -13,18 +13,23 @@ const windowStart = (windowSeconds: number) => sql<Date>`now() - make_interval(s
  * identity used it within `windowSeconds` (then that identity, unchanged).
  */
 export async function claimScope(db: Kysely<Database>, scope: string, author: string, windowSeconds: number): Promise<string> {
-  // Take the scope when it is free, ours, or idle past the window; otherwise leave it be.
-  const took = await db
-    .insertInto('scope_owners')
-    .values({ scope, author, last_used_at: sql<Date>`now()` })
-    .onConflict((oc) =>
-      oc
-        .column('scope')
-        .doUpdateSet({ author: (eb) => eb.ref('excluded.author'), last_used_at: sql<Date>`now()` })
-        .where(({ eb, or, ref }) => or([eb('scope_owners.author', '=', ref('excluded.author')), eb('scope_owners.last_used_at', '<', windowStart(windowSeconds))])),
-    )
-    .returning('author')
-    .executeTakeFirst();
+  // Take the scope when it is free, ours, or idle past the window; otherwise leave it be. Two
+  // statements, not an upsert whose ON CONFLICT WHERE reads now(): Citus refuses a function
+  // that is not IMMUTABLE there (scope_owners is a reference table on Citus, migration 0014).
+  const took =
+    (await db
+      .updateTable('scope_owners')
+      .set({ author, last_used_at: sql<Date>`now()` })
+      .where('scope', '=', scope)
+      .where(({ eb, or }) => or([eb('author', '=', author), eb('last_used_at', '<', windowStart(windowSeconds))]))
+      .returning('author')
+      .executeTakeFirst()) ??
+    (await db
+      .insertInto('scope_owners')
+      .values({ scope, author, last_used_at: sql<Date>`now()` })
+      .onConflict((oc) => oc.column('scope').doNothing())
+      .returning('author')
+      .executeTakeFirst());
   if (took) return took.author;
   const cur = await db.selectFrom('scope_owners').select('author').where('scope', '=', scope).executeTakeFirst();
   return cur?.author ?? author;

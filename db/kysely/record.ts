@@ -64,7 +64,10 @@ function unpackField(a: PackedField): FieldRow {
  * explained in readRecord).
  */
 const recordFields = (names: string[] | null) =>
-  names ? sql`f.record_id = r.id and array_position(${names}::text[], f.name) is not null` : sql`f.record_id = r.id`;
+  // f.rid = r.rid: on Citus (migration 0014) the join on the distribution column keeps the statement on the record's shard.
+  names
+    ? sql`f.rid = r.rid and f.record_id = r.id and array_position(${names}::text[], f.name) is not null`
+    : sql`f.rid = r.rid and f.record_id = r.id`;
 
 /** The record's own columns in a get statement (recordWith). */
 interface RecordHead {
@@ -137,7 +140,7 @@ export async function readRecord(c: Conn, cls: string, rid: string, opts: ReadRe
       if (kept.length > 0 && running > opts.maxBytes) f.omitted = true;
       else kept.push(f.name);
     }
-    const values = await c.kysely.selectFrom('fields').select(['name', 'value']).where('record_id', '=', id).where('name', 'in', kept).execute();
+    const values = await c.kysely.selectFrom('fields').select(['name', 'value']).where('rid', '=', rid).where('record_id', '=', id).where('name', 'in', kept).execute();
     const byName = new Map(values.map((v) => [v.name, v.value]));
     for (const f of fields) if (!f.omitted) f.value = byName.get(f.name) ?? null;
   }
@@ -145,7 +148,7 @@ export async function readRecord(c: Conn, cls: string, rid: string, opts: ReadRe
   for (const f of fields) if (!f.omitted) spent += f.bytes ?? 0;
   const appendFields = fields.filter((f) => f.kind === 'append' && !f.omitted);
   if (appendFields.length > 0) {
-    const entries = await readEntries(c.kysely, id, appendFields.map((f) => f.name), {
+    const entries = await readEntries(c.kysely, rid, id, appendFields.map((f) => f.name), {
       limit: opts.entriesLimit,
       beforeSeq: opts.entriesBeforeSeq,
       maxBytes: Math.max(0, opts.maxBytes - spent),
@@ -218,6 +221,7 @@ async function readRecordRendered(c: Conn, cls: string, rid: string, names: stri
  */
 async function readEntries(
   db: Kysely<Database>,
+  rid: string,
   recordId: number,
   names: string[],
   opts: { limit: number | null; beforeSeq: number | null; maxBytes: number },
@@ -237,7 +241,7 @@ async function readEntries(
         select e.seq, e.value, e.author, e.identity_strength, e.evidence, e.based_on, e.invocation, e.created_at,
                ${ENTRY_BYTES} as sz
         from entries e
-        where e.record_id = ${recordId} and e.field = n.field
+        where e.rid = ${rid} and e.record_id = ${recordId} and e.field = n.field
           ${opts.beforeSeq === null ? sql`` : sql`and e.seq < ${opts.beforeSeq}`}
         order by e.seq desc limit ${cap}) e
       window w as (order by n.ord, e.seq desc)) c
@@ -260,14 +264,14 @@ export async function loadCheckpoint(
 ): Promise<{ record_version: number; checkpoint: CheckpointRow | null; fields: FieldRow[] } | null> {
   const r = await db
     .selectFrom('records as r')
-    .leftJoin('checkpoints as c', (join) => join.onRef('c.record_id', '=', 'r.id').on('c.role', '=', role))
+    .leftJoin('checkpoints as c', (join) => join.onRef('c.rid', '=', 'r.rid').onRef('c.record_id', '=', 'r.id').on('c.role', '=', role))
     .select(['r.id', 'r.record_version', 'c.checkpoint_id', 'c.document', 'c.record_version as cp_version'])
     .where('r.class', '=', cls)
     .where('r.rid', '=', rid)
     .executeTakeFirst();
   if (!r) return null;
   const fields = await sql<FieldColumns>`
-    select ${fieldColumns(sql`null::json`)} from fields f where f.record_id = ${r.id} order by f.name`.execute(db);
+    select ${fieldColumns(sql`null::json`)} from fields f where f.rid = ${rid} and f.record_id = ${r.id} order by f.name`.execute(db);
   return {
     record_version: r.record_version,
     checkpoint:

@@ -27,6 +27,8 @@ export interface RecordsTable {
 }
 
 export interface FieldsTable {
+  /** The record's id (migration 0014): the distribution column on Citus. */
+  rid: string;
   record_id: number;
   class: string;
   name: string;
@@ -47,6 +49,8 @@ export interface FieldsTable {
 }
 
 export interface EntriesTable {
+  /** The record's id (migration 0014): the distribution column on Citus. */
+  rid: string;
   record_id: number;
   field: string;
   seq: number;
@@ -61,6 +65,8 @@ export interface EntriesTable {
 }
 
 export interface CheckpointsTable {
+  /** The record's id (migration 0014): the distribution column on Citus. */
+  rid: string;
   record_id: number;
   role: string;
   checkpoint_id: number;

@@ -16,15 +16,24 @@ export function notPurged(cls: unknown, rid: unknown, id: RawBuilder<unknown>): 
 }
 
 export async function acquireLease(db: Kysely<Database>, name: string, holder: string, ttlSeconds: number): Promise<boolean> {
+  // Renewed when ours, taken when expired, created when absent. Two statements, not an upsert
+  // whose ON CONFLICT WHERE reads now(): Citus refuses a function that is not IMMUTABLE there
+  // (sweep_lease is a reference table on Citus, migration 0014). Two takers racing: the row
+  // lock orders their updates and the second re-checks the condition on the new row (READ
+  // COMMITTED), or the insert of one meets the other's row and does nothing.
+  const expires = sql<Date>`now() + make_interval(secs => ${ttlSeconds})`;
+  const renewed = await db
+    .updateTable('sweep_lease')
+    .set({ holder, expires_at: expires })
+    .where('name', '=', name)
+    .where(({ eb, or }) => or([eb('expires_at', '<=', sql<Date>`now()`), eb('holder', '=', holder)]))
+    .returning('holder')
+    .executeTakeFirst();
+  if (renewed) return true;
   const taken = await db
     .insertInto('sweep_lease')
-    .values({ name, holder, expires_at: sql<Date>`now() + make_interval(secs => ${ttlSeconds})` })
-    .onConflict((oc) =>
-      oc
-        .column('name')
-        .doUpdateSet({ holder: (eb) => eb.ref('excluded.holder'), expires_at: (eb) => eb.ref('excluded.expires_at') })
-        .where(({ eb, or, ref }) => or([eb('sweep_lease.expires_at', '<=', sql<Date>`now()`), eb('sweep_lease.holder', '=', ref('excluded.holder'))])),
-    )
+    .values({ name, holder, expires_at: expires })
+    .onConflict((oc) => oc.column('name').doNothing())
     .returning('holder')
     .executeTakeFirst();
   return taken !== undefined;
@@ -51,7 +60,7 @@ export async function expireRecords(db: Kysely<Database>, cls: string, ttlSecond
       select d.id, d.class, d.rid,
              coalesce((select max(h.id) from history h where h.class = d.class and h.rid = d.rid), 0)
       from doomed d
-      on conflict (record_id) do nothing
+      on conflict on constraint expired_records_pkey do nothing
     ), gone as (
       delete from records r using doomed d where r.id = d.id returning r.id
     )

@@ -48,7 +48,7 @@ import {
   writeResultMsg,
 } from './convert.js';
 import type { Any } from './generated/google/protobuf/Any.js';
-import type { Struct } from './generated/google/protobuf/Struct.js';
+import type { Struct, Struct__Output } from './generated/google/protobuf/Struct.js';
 import type { Status } from './generated/google/rpc/Status.js';
 import type { AppendRequest__Output } from './generated/svc/v1/AppendRequest.js';
 import type { CheckpointLoadRequest__Output } from './generated/svc/v1/CheckpointLoadRequest.js';
@@ -243,57 +243,33 @@ export async function startGrpc(
       (out) => recordMsg(out.body),
     ),
     put: codec<PutRequest__Output, PutInput>(
-      (msg, oversized) => {
-        return {
-          ...splitRecord(msg.record),
-          field: msg.field,
-          body: oversized
-            ? tooLarge()
-            : jsonBody(() => ({
-                ...(msg.value !== null ? { value: valueToJson(msg.value!, 'value') } : {}),
-                // proto3 cannot tell 0 from unset; 0 is also what "the field must not exist" says.
-                expected_version: msg.expected_version,
-                ...(msg.evidence !== undefined ? { evidence: msg.evidence } : {}),
-                ...premises(msg.based_on, msg.declare_no_premises),
-                ...(msg.invocation !== null ? { invocation: structToJson(msg.invocation!, 'invocation') } : {}),
-              })),
-        };
-      },
+      (msg, oversized) =>
+        fieldWrite(msg, oversized, () => ({
+          ...(msg.value !== null ? { value: valueToJson(msg.value!, 'value') } : {}),
+          // proto3 cannot tell 0 from unset; 0 is also what "the field must not exist" says.
+          expected_version: msg.expected_version,
+          ...(msg.evidence !== undefined ? { evidence: msg.evidence } : {}),
+          ...premises(msg.based_on, msg.declare_no_premises),
+        })),
       writeResultMsg,
     ),
     append: codec<AppendRequest__Output, AppendInput>(
-      (msg, oversized) => {
-        return {
-          ...splitRecord(msg.record),
-          field: msg.field,
-          body: oversized
-            ? tooLarge()
-            : jsonBody(() => ({
-                ...(msg.entry !== null ? { entry: valueToJson(msg.entry!, 'entry') } : {}),
-                // "" is unset in proto3; either way append answers EVIDENCE_REQUIRED at its step.
-                ...(msg.evidence !== '' ? { evidence: msg.evidence } : {}),
-                ...premises(msg.based_on, msg.declare_no_premises),
-                ...(msg.invocation !== null ? { invocation: structToJson(msg.invocation!, 'invocation') } : {}),
-              })),
-        };
-      },
+      (msg, oversized) =>
+        fieldWrite(msg, oversized, () => ({
+          ...(msg.entry !== null ? { entry: valueToJson(msg.entry!, 'entry') } : {}),
+          // "" is unset in proto3; either way append answers EVIDENCE_REQUIRED at its step.
+          ...(msg.evidence !== '' ? { evidence: msg.evidence } : {}),
+          ...premises(msg.based_on, msg.declare_no_premises),
+        })),
       appendResultMsg,
     ),
     claim: codec<ClaimRequest__Output, ClaimInput>(
-      (msg, oversized) => {
-        return {
-          ...splitRecord(msg.record),
-          field: msg.field,
-          body: oversized
-            ? tooLarge()
-            : jsonBody(() => ({
-                ...(msg.lease_seconds !== undefined ? { lease_seconds: msg.lease_seconds } : {}),
-                // renew false and renew absent mean the same (an ordinary claim).
-                ...(msg.renew ? { renew: true } : {}),
-                ...(msg.invocation !== null ? { invocation: structToJson(msg.invocation!, 'invocation') } : {}),
-              })),
-        };
-      },
+      (msg, oversized) =>
+        fieldWrite(msg, oversized, () => ({
+          ...(msg.lease_seconds !== undefined ? { lease_seconds: msg.lease_seconds } : {}),
+          // renew false and renew absent mean the same (an ordinary claim).
+          ...(msg.renew ? { renew: true } : {}),
+        })),
       claimResultMsg,
     ),
     checkpointSave: codec<CheckpointSaveRequest__Output, CheckpointSaveInput>(
@@ -650,6 +626,24 @@ export function premises(list: Premise__Output[], declareNone: boolean): { based
  * A body built from the message; a Value or Struct with no JSON form makes it `invalid`, which
  * the handler answers MALFORMED at its body step, as HTTP does for bad JSON.
  */
+/**
+ * The input of a write to one field (put, append, claim): the record and field it addresses,
+ * and its JSON body (the message's own parts, then the invocation every write may carry).
+ */
+function fieldWrite(
+  msg: { record: string; field: string; invocation: Struct__Output | null },
+  oversized: boolean,
+  parts: () => Record<string, unknown>,
+): { class: string; id: string; field: string; body: RawBody } {
+  return {
+    ...splitRecord(msg.record),
+    field: msg.field,
+    body: oversized
+      ? tooLarge()
+      : jsonBody(() => ({ ...parts(), ...(msg.invocation !== null ? { invocation: structToJson(msg.invocation!, 'invocation') } : {}) })),
+  };
+}
+
 function jsonBody(build: () => Record<string, unknown>): RawBody {
   try {
     return { kind: 'json', value: build() };

@@ -125,25 +125,25 @@ export function keyIdentity(entry: KeyEntry): Identity {
 }
 
 /**
- * Accepts the keys of a key-file text given once (the Workers secret `KSLATE_APIKEYS`); no
- * reload: a new secret means a new deployment. `source` names the text in messages.
+ * The keys of a key-file text, or an Error saying `subject` (e.g. "apikey key file /x is") is
+ * invalid and why (never a key), with the format hint.
  */
-export class StaticApiKeyProvider implements IdentityProvider {
+export function parseKeys(text: string, subject: string): KeyEntry[] {
+  try {
+    return parseKeyFile(text);
+  } catch (e) {
+    if (e instanceof KeyFileError) throw new Error(`${subject} invalid: ${e.message}; ${FORMAT_HINT}`);
+    throw e;
+  }
+}
+
+/** A provider accepting the tokens of a key list: author `apikey:<name>`, strength `shared-secret`. */
+export abstract class KeyListProvider implements IdentityProvider {
   readonly kind = 'apikey';
 
-  private constructor(private readonly entries: readonly KeyEntry[]) {}
+  protected constructor(protected entries: readonly KeyEntry[]) {}
 
-  /** Throws an Error naming `source` and the problem (never a key) when the text is invalid. */
-  static fromText(text: string, source: string): StaticApiKeyProvider {
-    try {
-      return new StaticApiKeyProvider(parseKeyFile(text));
-    } catch (e) {
-      if (e instanceof KeyFileError) throw new Error(`apikey keys ${source} are invalid: ${e.message}; ${FORMAT_HINT}`);
-      throw e;
-    }
-  }
-
-  /** Number of keys accepted. */
+  /** Number of keys currently accepted. */
   get size(): number {
     return this.entries.length;
   }
@@ -151,5 +151,16 @@ export class StaticApiKeyProvider implements IdentityProvider {
   async authenticate(token: string): Promise<Identity | null> {
     const match = matchKey(this.entries, token);
     return match === undefined ? null : keyIdentity(match);
+  }
+}
+
+/**
+ * Accepts the keys of a key-file text given once (the Workers secret `KSLATE_APIKEYS`); no
+ * reload: a new secret means a new deployment. `source` names the text in messages.
+ */
+export class StaticApiKeyProvider extends KeyListProvider {
+  /** Throws an Error naming `source` and the problem (never a key) when the text is invalid. */
+  static fromText(text: string, source: string): StaticApiKeyProvider {
+    return new StaticApiKeyProvider(parseKeys(text, `apikey keys ${source} are`));
   }
 }

@@ -4,8 +4,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
-import type { Identity, IdentityProvider } from '../../handlers/types.js';
-import { FORMAT_HINT, KeyFileError, keyIdentity, matchKey, parseKeyFile, type KeyEntry } from './apikey-keys.js';
+import { FORMAT_HINT, KeyFileError, KeyListProvider, parseKeyFile, parseKeys, type KeyEntry } from './apikey-keys.js';
 
 /** Where the provider reports loads, reloads and bad files. Never receives a key. */
 export interface KeyFileLog {
@@ -51,10 +50,7 @@ function describeIoError(e: unknown): string {
  * Accepts tokens listed in a key file; author `apikey:<name>`, strength `shared-secret`.
  * The file is watched and reloaded when it changes; a bad reload keeps the previous keys.
  */
-export class ApiKeyProvider implements IdentityProvider {
-  readonly kind = 'apikey';
-
-  private entries: KeyEntry[];
+export class ApiKeyProvider extends KeyListProvider {
   private signature: FileSignature | undefined;
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -67,7 +63,7 @@ export class ApiKeyProvider implements IdentityProvider {
     entries: KeyEntry[],
     signature: FileSignature,
   ) {
-    this.entries = entries;
+    super(entries);
     this.signature = signature;
   }
 
@@ -85,29 +81,11 @@ export class ApiKeyProvider implements IdentityProvider {
     } catch (e) {
       throw new Error(`apikey key file ${path}: ${describeIoError(e)}; ${FORMAT_HINT}`);
     }
-    let entries: KeyEntry[];
-    try {
-      entries = parseKeyFile(text);
-    } catch (e) {
-      if (e instanceof KeyFileError) {
-        throw new Error(`apikey key file ${path} is invalid: ${e.message}; ${FORMAT_HINT}`);
-      }
-      throw e;
-    }
+    const entries = parseKeys(text, `apikey key file ${path} is`);
     const provider = new ApiKeyProvider(path, log, entries, signature);
     provider.announce(entries, 'loaded');
     provider.startWatching();
     return provider;
-  }
-
-  /** Number of keys currently accepted. */
-  get size(): number {
-    return this.entries.length;
-  }
-
-  async authenticate(token: string): Promise<Identity | null> {
-    const match = matchKey(this.entries, token);
-    return match === undefined ? null : keyIdentity(match);
   }
 
   /** Stops watching the key file. The keys loaded last stay in effect. */

@@ -4,22 +4,14 @@
  * "History row", "Errors", "Limits") and the decisions, not from the code.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { tasks } from '../fixtures/task-classes.js';
-import { startTestGateway, type TestGateway, TS } from '../setup/gateway.js';
+import { type TestGateway, TS, useGatewayWithSql } from '../setup/gateway.js';
 
 
 let t: TestGateway;
 let sql: pg.Client;
-beforeAll(async () => {
-  t = await startTestGateway([tasks]);
-  sql = new pg.Client({ connectionString: t.db.url });
-  await sql.connect();
-});
-afterAll(async () => {
-  await sql?.end();
-  await t?.close();
-});
+useGatewayWithSql((g, c) => ((t = g), (sql = c)), [tasks]);
 
 type Res = { status: number; body: any };
 

@@ -178,7 +178,7 @@ describe('checkpoint save', () => {
     expect(r.body.presented).toBe('shared-secret');
     expect(r.body).not.toHaveProperty('field');
     const cp = await sqlQuery(
-      `select count(*)::int as n from checkpoints c join records r on r.id = c.record_id where r.class = 'strongroom'`,
+      `select count(*)::int as n from checkpoints c join records r on r.rid = c.rid and r.id = c.record_id where r.class = 'strongroom'`,
     );
     expect(cp[0].n).toBe(0);
   });

@@ -8,20 +8,12 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { JOB_LEASE_SECONDS, tasks } from '../fixtures/task-classes.js';
-import { startTestGateway, type TestGateway, TS } from '../setup/gateway.js';
+import { startTestGateway, useGatewayWithSql, type TestGateway, TS } from '../setup/gateway.js';
 
 
 let t: TestGateway;
 let sql: pg.Client;
-beforeAll(async () => {
-  t = await startTestGateway([tasks, incident]);
-  sql = new pg.Client({ connectionString: t.db.url });
-  await sql.connect();
-});
-afterAll(async () => {
-  await sql?.end();
-  await t?.close();
-});
+useGatewayWithSql((g, c) => ((t = g), (sql = c)), [tasks, incident]);
 afterEach(() => {
   vi.useRealTimers();
 });

@@ -3,24 +3,16 @@
  * gateway and PostgreSQL. Exactly one write per expected version may apply.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { WIDE_FIELDS, wide } from '../fixtures/put-classes.js';
-import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { type TestGateway, useGatewayWithSql } from '../setup/gateway.js';
 
 const N = 50;
 
 let t: TestGateway;
 let sql: pg.Client;
-beforeAll(async () => {
-  t = await startTestGateway([incident, wide]);
-  sql = new pg.Client({ connectionString: t.db.url });
-  await sql.connect();
-});
-afterAll(async () => {
-  await sql?.end();
-  await t?.close();
-});
+useGatewayWithSql((g, c) => ((t = g), (sql = c)), [incident, wide]);
 
 type Res = { status: number; body: any };
 

@@ -3,22 +3,14 @@
  * PostgreSQL. Expectations come from interface.md and the decisions.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
-import { startTestGateway, type TestGateway, TS } from '../setup/gateway.js';
+import { type TestGateway, TS, useGatewayWithSql } from '../setup/gateway.js';
 
 
 let t: TestGateway;
 let sql: pg.Client;
-beforeAll(async () => {
-  t = await startTestGateway([incident]);
-  sql = new pg.Client({ connectionString: t.db.url });
-  await sql.connect();
-});
-afterAll(async () => {
-  await sql?.end();
-  await t?.close();
-});
+useGatewayWithSql((g, c) => ((t = g), (sql = c)), [incident]);
 
 type Res = { status: number; body: any };
 
@@ -55,17 +47,17 @@ async function seedNotes(id: string, n: number): Promise<void> {
   const rv = Number(rec.rows[0].record_version) + n;
   for (let i = 1; i <= n; i++) {
     await sql.query(
-      `insert into entries (record_id, field, seq, value, author, identity_strength, evidence)
-       values ($1, 'notes', $2, $3::jsonb, 'apikey:alice', 'shared-secret', $4)`,
-      [recordId, i, JSON.stringify({ n: i }), `evidence ${i}`],
+      `insert into entries (rid, record_id, field, seq, value, author, identity_strength, evidence)
+       values ($5, $1, 'notes', $2, $3::jsonb, 'apikey:alice', 'shared-secret', $4)`,
+      [recordId, i, JSON.stringify({ n: i }), `evidence ${i}`, id],
     );
   }
   await sql.query(
-    `insert into fields (record_id, class, name, kind, value, version, record_version, author, identity_strength, updated_at)
-     values ($1, 'incident', 'notes', 'append', null, $2, $3, 'apikey:alice', 'shared-secret', now())`,
-    [recordId, n, rv],
+    `insert into fields (rid, record_id, class, name, kind, value, version, record_version, author, identity_strength, updated_at)
+     values ($4, $1, 'incident', 'notes', 'append', null, $2, $3, 'apikey:alice', 'shared-secret', now())`,
+    [recordId, n, rv, id],
   );
-  await sql.query(`update records set record_version = $2 where id = $1`, [recordId, rv]);
+  await sql.query(`update records set record_version = $2 where rid = $3 and id = $1`, [recordId, rv, id]);
 }
 
 // ---------------------------------------------------------------------------------------

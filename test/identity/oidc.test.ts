@@ -8,6 +8,7 @@ import { AUD, fakeIssuer, key, token, type Key } from './fake-issuer.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../runtime/config.js';
 import { OidcProvider } from '../../runtime/identity/oidc.js';
+import { SvcError } from '../../handlers/errors.js';
 import { createProviders, StartupError } from '../../runtime/services.js';
 import type { ClassInput } from '../setup/gateway.js';
 import { quietLog, startTestGateway, type TestGateway } from '../setup/gateway.js';
@@ -233,15 +234,27 @@ describe('key rotation and outages', () => {
   }, 30_000);
 
   it('a key set that cannot be fetched is 503, not 401', async () => {
-    issuer.setUp(false);
+    // Its own issuer and clock: past the cooldown of the fetch that worked, an unknown key id
+    // must try the issuer, and a failed fetch is 503 UNAVAILABLE, never a 401.
+    const own = await fakeIssuer();
+    const k = await key('known');
+    own.jwks.push(k.jwk);
+    let now = 1_000_000_000_000;
+    const p = await OidcProvider.open({ issuer: own.url, audience: AUD, usernameClaim: 'sub', now: () => now }, quietLog);
     try {
-      const r = await call(await token(await key('fresh-kid-while-down'), { iss: issuer.url, sub: 'agent-1' }), 'GET', '/v1/classes');
-      // A fetch inside the cooldown is not attempted (401: no key matches); outside it the failed fetch is 503.
-      expect([401, 503]).toContain(r.status);
-      if (r.status === 503) expect(r.body.error).toBe('UNAVAILABLE');
-      expect(r.status).not.toBe(500);
+      expect(await p.authenticate(await token(k, { iss: own.url, sub: 'agent-1' }))).toMatchObject({ author: 'oidc:agent-1' });
+      own.setUp(false);
+      now += 30_001;
+      const refused = await p.authenticate(await token(await key('fresh-kid-while-down'), { iss: own.url, sub: 'agent-1' })).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(refused).toBeInstanceOf(SvcError);
+      expect((refused as SvcError).code).toBe('UNAVAILABLE');
+      expect((refused as SvcError).status).toBe(503);
     } finally {
-      issuer.setUp(true);
+      p.close();
+      await own.close();
     }
   });
 });

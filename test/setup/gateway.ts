@@ -6,6 +6,8 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { stringify } from 'yaml';
 import type { Logger } from '../../handlers/context.js';
 import type { ClassSpec } from '../../handlers/types.js';
@@ -13,7 +15,9 @@ import { parseConfig } from '../../runtime/config.js';
 import { startGateway, type Gateway } from '../../runtime/serve.js';
 import { freshDatabase, type TestDb } from './db.js';
 
-export const quietLog = { debug() {}, info() {}, warn() {}, error() {} };
+export const quietLog = process.env.KSLATE_TEST_LOG
+  ? { debug() {}, info() {}, warn: (...a: unknown[]) => console.warn(...a), error: (...a: unknown[]) => console.error(...a) }
+  : { debug() {}, info() {}, warn() {}, error() {} };
 
 /** The wire timestamp: RFC 3339 with milliseconds and the server's offset (decisions §4). */
 export const TS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$/;
@@ -146,3 +150,27 @@ export async function startTestGateway(
   };
 }
 
+
+/**
+ * The preamble of the tests that drive a gateway and read its database directly: a gateway
+ * on a fresh database started before the file's tests, a SQL client on that database, both
+ * closed after. `set` hands them to the file's own variables.
+ */
+export function useGatewayWithSql(
+  set: (t: TestGateway, sql: pg.Client) => void,
+  classes: ClassInput[],
+  opts: Parameters<typeof startTestGateway>[1] = {},
+): void {
+  let t: TestGateway | undefined;
+  let sql: pg.Client | undefined;
+  beforeAll(async () => {
+    t = await startTestGateway(classes, opts);
+    sql = new pg.Client({ connectionString: t.db.url });
+    await sql.connect();
+    set(t, sql);
+  });
+  afterAll(async () => {
+    await sql?.end();
+    await t?.close();
+  });
+}

@@ -16,6 +16,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     pgAdminUrl: string;
     pgTemplate: string;
+    /** Admin URLs of the Citus workers, when the run is on Citus (test/citus/global.ts). */
+    pgCitusWorkers?: string[];
   }
 }
 

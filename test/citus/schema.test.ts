@@ -1,0 +1,105 @@
+/**
+ * Migration 0014 on Citus (issue 35, item 2): every per-record table distributed by `rid` and
+ * co-located with `records`, the small tables reference tables, and the write functions
+ * delegated to the record's node in one hop.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate } from '../../db/migrate.js';
+import { CitusCluster } from './cluster.js';
+
+let cluster: CitusCluster;
+let pool: pg.Pool;
+
+beforeAll(async () => {
+  cluster = await CitusCluster.start();
+  pool = new pg.Pool({ connectionString: await cluster.createDatabase('kslate_schema'), max: 4 });
+  await migrate(pool);
+});
+
+afterAll(async () => {
+  await pool?.end();
+  await cluster?.stop();
+});
+
+const PER_RECORD = ['records', 'fields', 'entries', 'checkpoints', 'history', 'expired_records', 'read_sets'];
+const REFERENCE = ['kslate_meta', 'classes', 'sweep_lease', 'console_sessions', 'scope_owners'];
+
+/** One put through kslate_write, as db/kysely/writes.ts calls it. */
+function put(c: pg.Pool | pg.Client, rid: string, field: string, value: unknown, expect: number | null = null) {
+  return c.query<{ outcome: string; version: string; record_version: string }>(
+    `select outcome, version, record_version from kslate_write($1, $2, $3, $4, $5, $6, $7::jsonb, $8::text[], $9, $10, $11, $12, $13, $14, $15)`,
+    ['c', rid, field, 'versioned', 'put', expect, null, null, 'apikey:a', 'strong', JSON.stringify(value), null, null, null, expect],
+  );
+}
+
+describe('migration 0014 on Citus', () => {
+  it('distributes every per-record table by rid, co-located, and the small tables as reference tables', async () => {
+    const { rows } = await pool.query<{ t: string; method: string; col: string | null; colocationid: number }>(
+      `select logicalrelid::text as t, partmethod as method, column_to_column_name(logicalrelid, partkey) as col, colocationid
+       from pg_dist_partition`,
+    );
+    const by = new Map(rows.map((r) => [r.t, r]));
+    for (const t of PER_RECORD) {
+      expect(by.get(t), t).toMatchObject({ method: 'h', col: 'rid' });
+      expect(by.get(t)?.colocationid, t).toBe(by.get('records')?.colocationid);
+    }
+    for (const t of REFERENCE) expect(by.get(t)?.method, t).toBe('n');
+  });
+
+  it('distributes the write functions by their record argument, co-located with records', async () => {
+    const { rows } = await pool.query<{ f: string; arg: number | null; colocated: boolean }>(
+      `select objid::regprocedure::text as f, distribution_argument_index as arg,
+              colocationid = (select colocationid from pg_dist_partition where logicalrelid = 'records'::regclass) as colocated
+       from pg_catalog.pg_dist_object where classid = 'pg_proc'::regclass and objid::regprocedure::text like 'kslate_%'`,
+    );
+    const by = new Map(rows.map((r) => [r.f.split('(')[0], r]));
+    for (const f of ['kslate_write', 'kslate_claim', 'kslate_save_checkpoint']) {
+      expect(by.get(f), f).toMatchObject({ arg: 1, colocated: true });
+    }
+  });
+
+  it('runs a put on the record\'s worker in one hop from the coordinator, and records land on both workers', async () => {
+    const c = new pg.Client({ connectionString: cluster.url('kslate_schema') });
+    await c.connect();
+    try {
+      const remote: string[] = [];
+      c.on('notice', (n) => {
+        if (/issuing/.test(n.message ?? '')) remote.push(n.message ?? '');
+      });
+      await c.query(`set citus.log_remote_commands = on`);
+      await c.query(`set client_min_messages = log`);
+      const res = await put(c, 'one-hop', 'f', { n: 1 });
+      expect(res.rows[0]).toMatchObject({ outcome: 'applied', version: '1', record_version: '1' });
+      // The coordinator sent the worker the call itself, and nothing else.
+      const calls = remote.filter((m) => !/^issuing (BEGIN|COMMIT|SELECT assign_distributed_transaction_id|PREPARE|ROLLBACK)/i.test(m.replace(/^.*?issuing/, 'issuing')));
+      expect(calls.length, remote.join('\n')).toBe(1);
+      expect(calls[0]).toMatch(/kslate_write/);
+    } finally {
+      await c.end();
+    }
+    for (let i = 0; i < 40; i++) expect((await put(pool, `r${i}`, 'f', { i })).rows[0].outcome).toBe('applied');
+    const perNode = await pool.query<{ nodeport: number; n: string }>(
+      `select nodeport, sum(result::bigint) as n from run_command_on_placements('records', 'select count(*) from %s') group by nodeport`,
+    );
+    expect(perNode.rows.length).toBe(2);
+    expect(perNode.rows.every((r) => Number(r.n) > 0)).toBe(true);
+  });
+
+  it('decides CAS, claims, checkpoints and renders history on the record\'s shard', async () => {
+    expect((await put(pool, 'cas', 'f', 1)).rows[0].outcome).toBe('applied');
+    expect((await put(pool, 'cas', 'f', 2, 1)).rows[0]).toMatchObject({ outcome: 'applied', version: '2' });
+    expect((await put(pool, 'cas', 'f', 3, 1)).rows[0]).toMatchObject({ outcome: 'stale', version: '2' });
+    const claim = (author: string) =>
+      pool.query<{ outcome: string }>(`select outcome from kslate_claim('c', 'cas', 'task', $1, 'strong', 30, null)`, [author]);
+    expect((await claim('apikey:a')).rows[0].outcome).toBe('claim');
+    expect((await claim('apikey:b')).rows[0].outcome).toBe('held');
+    const cp = await pool.query(`select checkpoint_id, record_version from kslate_save_checkpoint('c', 'cas', 'reviewer', '{"x":1}', 'apikey:a')`);
+    expect(cp.rows[0]).toMatchObject({ checkpoint_id: '1' });
+    const hist = await pool.query<{ outcome: string; rendered: string }>(
+      `select outcome, rendered from history where class = 'c' and rid = 'cas' order by id`,
+    );
+    expect(hist.rows.map((r) => r.outcome)).toEqual(['applied', 'applied', 'stale', 'applied', 'held']);
+    expect(JSON.parse(hist.rows[1].rendered)).toMatchObject({ field: 'f', op: 'put', version: 2, value: 2, outcome: 'applied' });
+  });
+});
