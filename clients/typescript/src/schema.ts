@@ -184,6 +184,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/records/{class}/{id}/transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write several fields of one record, all or nothing
+         * @description Puts, appends and claims (1 to 64) applied in order with one new record_version, or none. Each write is checked as it would be alone, against the record as the earlier writes leave it; a refusal is the failing write's own error body plus `index`. History keeps one row per write with the transaction's id (docs/api.md, Transactions).
+         */
+        post: operations["transaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/records/{class}/{id}/watch": {
         parameters: {
             query?: never;
@@ -574,6 +594,8 @@ export interface components {
             record: string;
             /** @description The field name. */
             field: string;
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
         ExpiredError: {
             /** @constant */
@@ -602,7 +624,10 @@ export interface components {
             status: "ok";
         };
         HeldError: {
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             error: "HELD";
             /** @description What happened and what to do, in one or two sentences (at most 1,024 characters). */
             message: string;
@@ -617,6 +642,8 @@ export interface components {
             lease_expires_at: string;
             /** @description The field's version (for an append field: its entry count). */
             version: number;
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
         HistoryResponse: {
             /** @description The record, "<class>/<id>". */
@@ -652,8 +679,17 @@ export interface components {
             invocation?: {
                 [key: string]: unknown;
             };
+            /** @description Rows of a transaction (docs/api.md, transaction): one per write. */
+            transaction?: {
+                /** @description The transaction that made this attempt. */
+                id: string;
+                /** @description Which write of the transaction (from 0). */
+                index: number;
+                /** @description On a not_applied row: the write whose refusal refused the transaction. */
+                failed_index?: number;
+            };
             /** @enum {string} */
-            outcome: "applied" | "stale" | "stale_premise" | "held" | "scope_denied" | "weak_identity" | "evidence_required" | "identity_mismatch";
+            outcome: "applied" | "stale" | "stale_premise" | "held" | "scope_denied" | "weak_identity" | "evidence_required" | "identity_mismatch" | "not_applied";
             /**
              * Format: date-time
              * @description RFC 3339 with milliseconds and the server offset, e.g. 2026-11-22T11:30:00.123+00:00.
@@ -672,6 +708,8 @@ export interface components {
             record?: string;
             /** @description The field name. */
             field?: string;
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
         InternalError: {
             /** @constant */
@@ -693,6 +731,8 @@ export interface components {
             record: string;
             /** @description The field name. */
             field?: string;
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
         /** @description A JSON-RPC 2.0 error. A message over the size limit has code -32000 and the MALFORMED body as data. */
         JsonRpcError: {
@@ -726,6 +766,8 @@ export interface components {
             /** @description The field name. */
             field?: string;
             class?: string;
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
         MethodNotAllowedError: {
             /** @constant */
@@ -757,6 +799,8 @@ export interface components {
             record: string;
             /** @description The field name. */
             field: string;
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
         NotFoundError: {
             /** @constant */
@@ -779,6 +823,8 @@ export interface components {
             record: string;
             /** @description The field name. */
             field: string;
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
         NotWritableError: {
             /**
@@ -792,6 +838,8 @@ export interface components {
             record: string;
             /** @description The field name. */
             field: string;
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
         Premise: {
             /** @description A field of the same record your decision relies on. */
@@ -878,6 +926,8 @@ export interface components {
             record?: string;
             /** @description The field name. */
             field: string;
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
         StaleError: {
             /**
@@ -898,6 +948,8 @@ export interface components {
             current_updated_at: string | null;
             /** @description Unified diff of the current and your value as pretty-printed JSON; a note when either is over 64 KiB or 500 lines; empty when your role may not read the field. */
             diff: string;
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
         StalePremiseError: {
             /**
@@ -921,6 +973,8 @@ export interface components {
                 current_author: string | null;
                 current_evidence: string | null;
             }[];
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
         StoredPremise: {
             /** @description The field name. */
@@ -966,6 +1020,45 @@ export interface components {
              */
             lease_lapsed?: true;
         };
+        TransactionBody: {
+            /** @description 1 to 64 writes, applied in order, all or none: {"op":"put","field","value","expected_version"}, {"op":"append","field","entry"}, {"op":"claim","field","lease_seconds","renew"}; each may carry the keys its operation takes (evidence, based_on, invocation). */
+            writes: Record<string, never>[];
+            /** @description Premises: fields (with the versions you read) this write rests on. [] = rests on nothing (disables inference). */
+            based_on?: components["schemas"]["Premise"][];
+            /** @description true: the write rests on nothing (the same as based_on: []). */
+            declare_no_premises?: boolean;
+            /** @description Why this value is right; required where the class or field demands it. */
+            evidence?: string;
+            /** @description Optional JSON object, at most 1 KiB, identifying this call (run id, tool call id); stored with the write. */
+            invocation?: Record<string, never>;
+        };
+        TransactionResponse: {
+            /** @description The record, "<class>/<id>". */
+            record: string;
+            /** @description The one record version every write of the transaction got. */
+            record_version: number;
+            /** @description The id of the transaction, on each of its history rows. */
+            transaction: string;
+            /** @description Each write's answer in order, as the single write answers without record and record_version. */
+            writes: {
+                /** @enum {string} */
+                op: "put" | "append" | "claim";
+                /** @description The field name. */
+                field: string;
+                /** @description The field's version (for an append field: its entry count). */
+                version?: number;
+                seq?: number;
+                /** @description The identity, "<provider>:<name>", e.g. "apikey:alice". */
+                owner?: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 with milliseconds and the server offset, e.g. 2026-11-22T11:30:00.123+00:00.
+                 */
+                lease_expires_at?: string;
+                /** @description The identity, "<provider>:<name>", e.g. "apikey:alice". */
+                took_over_from?: string;
+            }[];
+        };
         UnauthenticatedError: {
             /** @constant */
             error: "UNAUTHENTICATED";
@@ -996,6 +1089,8 @@ export interface components {
             class?: string;
             /** @description The field name. */
             field: string;
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
         ValueField: {
             /** @description Any JSON value. */
@@ -1076,6 +1171,8 @@ export interface components {
             required: "pod-bound" | "sa-bound" | "issuer-declared" | "shared-secret";
             /** @enum {string} */
             presented: "pod-bound" | "sa-bound" | "issuer-declared" | "shared-secret";
+            /** @description A transaction: which write (from 0) was refused; nothing was written. */
+            index?: number;
         };
     };
     responses: {
@@ -2335,6 +2432,154 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnknownFieldError"] | components["schemas"]["NotWritableError"] | components["schemas"]["EvidenceRequiredError"] | components["schemas"]["InvalidCheckpointError"];
+                };
+            };
+            /** @description RATE_LIMITED: too many rejected credentials from your address; wait a few seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description INTERNAL: a fault; quote request_id to the operator. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description UNAVAILABLE: the database is unreachable, slow (--db-timeout) or being migrated, or an identity provider cannot judge right now; retry. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    transaction: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
+                "X-Svc-Scope"?: components["parameters"]["XSvcScope"];
+                /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description The class name. */
+                class: string;
+                /** @description The record id: at most 256 bytes, no "/", matching the class idPattern. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransactionBody"];
+            };
+        };
+        responses: {
+            /** @description Every write was applied. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransactionResponse"];
+                };
+            };
+            /** @description Every write was applied; the write created the record. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransactionResponse"];
+                };
+            };
+            /** @description MALFORMED: bad JSON or UTF-8, a missing, unknown or repeated key or parameter, a wrong type or enum, a bad id or cursor, a body over 4 MiB. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MalformedError"];
+                };
+            };
+            /** @description UNAUTHENTICATED: no credential, or one no identity provider accepts. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthenticatedError"];
+                };
+            };
+            /** @description NO_ROLE: you have no role in the class (nothing else about it is revealed). SCOPE_DENIED: your role may not read or write that field. WEAK_IDENTITY: your credential is below the class or field floor (required, presented). IDENTITY_MISMATCH: your X-Svc-Scope is in use by another identity. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NoRoleError"] | components["schemas"]["ScopeDeniedError"] | components["schemas"]["WeakIdentityError"] | components["schemas"]["IdentityMismatchError"];
+                };
+            };
+            /** @description NOT_FOUND: the class or record does not exist. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundError"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description HELD: another identity holds the lease (owner, lease_expires_at). STALE: the field moved since the version you read; re-read and decide again. STALE_PREMISE: a premise moved (moved lists them); re-read and decide again. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeldError"] | components["schemas"]["StaleError"] | components["schemas"]["StalePremiseError"];
+                };
+            };
+            /** @description CLASS_GONE: the class was deleted; its records can be read, not written. */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClassGoneError"];
+                };
+            };
+            /** @description UNKNOWN_FIELD: the class has no such field. NOT_WRITABLE: put on an append or task field. NOT_APPEND_FIELD: append on a field that is not an append field. NOT_TASK_FIELD: claim on a field that is not a task field. EVIDENCE_REQUIRED: the class or field wants evidence. INVALID_CHECKPOINT: the checkpoint document is not an object, over 64 KiB or lacks a section, or status resolved needs a role's checkpoint first. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnknownFieldError"] | components["schemas"]["NotWritableError"] | components["schemas"]["NotAppendFieldError"] | components["schemas"]["NotTaskFieldError"] | components["schemas"]["EvidenceRequiredError"] | components["schemas"]["InvalidCheckpointError"];
                 };
             };
             /** @description RATE_LIMITED: too many rejected credentials from your address; wait a few seconds. */
