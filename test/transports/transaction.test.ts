@@ -53,8 +53,9 @@ function pbValue(x: unknown): unknown {
   return { structValue: { fields: Object.fromEntries(Object.entries(x as object).map(([k, v]) => [k, pbValue(v)])) } };
 }
 
-const http: Transact = async (record, body) => {
-  const r = await t.call('alice', 'POST', `/v1/records/${record}/transactions`, body);
+// `dry_run` in a test's body is the transport's own dry-run switch (query, argument, field).
+const http: Transact = async (record, { dry_run, ...body }) => {
+  const r = await t.call('alice', 'POST', `/v1/records/${record}/transactions${dry_run ? '?dry_run=true' : ''}`, body);
   return { code: r.body.error ?? 'OK', body: r.body };
 };
 const viaMcp: Transact = async (record, body) => {
@@ -70,6 +71,7 @@ const viaGrpc: Transact = async (record, body) => {
       ...('entry' in w ? { entry: pbValue(w.entry) } : {}),
     })),
     ...(body.evidence !== undefined ? { evidence: body.evidence } : {}),
+    ...(body.dry_run ? { dry_run: true } : {}),
   };
   const md = new grpc.Metadata();
   md.set('authorization', `Bearer ${KEYS.alice}`);
@@ -82,7 +84,10 @@ const viaGrpc: Transact = async (record, body) => {
       }
       // Back into the HTTP shape: unset optional fields are absent.
       const writes = res.writes.map((w: any) => Object.fromEntries(Object.entries(w).filter(([, v]) => v !== null && v !== undefined)));
-      resolve({ code: 'OK', body: { record: res.record, record_version: res.record_version, transaction: res.transaction, writes } });
+      resolve({
+        code: 'OK',
+        body: { record: res.record, record_version: res.record_version, transaction: res.transaction, writes, ...(res.dry_run ? { dry_run: true } : {}) },
+      });
     }),
   );
 };
@@ -139,6 +144,21 @@ describe.each(TRANSPORTS)('%s', (name, transact) => {
     expect(r.body).toMatchObject({ index: 4, field: 'title', your_version: 0, current_version: 1, current_value: 'base' });
     expect(r.body.diff).toContain('-"base"');
     expect((await t.call('alice', 'GET', `/v1/records/tasks/${id}`)).body).toEqual(before);
+  });
+
+  test('a dry run: the answer it would get, with dry_run, and nothing written', async () => {
+    const id = `${name}-dry-${++n}`;
+    const r = await transact(`tasks/${id}`, {
+      dry_run: true,
+      evidence: 'why',
+      writes: [
+        { op: 'put', field: 'title', value: 'a', expected_version: 0 },
+        { op: 'claim', field: 'job', lease_seconds: 30 },
+      ],
+    });
+    expect(r.code, JSON.stringify(r.body)).toBe('OK');
+    expect(r.body).toMatchObject({ record: `tasks/${id}`, record_version: 1, dry_run: true, writes: [{ field: 'title', version: 1 }, { field: 'job', version: 1 }] });
+    expect((await t.call('alice', 'GET', `/v1/records/tasks/${id}`)).status).toBe(404);
   });
 
   test('no writes: MALFORMED with the bounds in the message', async () => {

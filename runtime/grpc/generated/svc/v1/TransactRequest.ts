@@ -11,6 +11,7 @@ export interface TransactRequest {
   'declare_no_premises'?: (boolean);
   'evidence'?: (string);
   'invocation'?: (_google_protobuf_Struct | null);
+  'dry_run'?: (boolean);
   '_evidence'?: "evidence";
 }
 
@@ -21,5 +22,6 @@ export interface TransactRequest__Output {
   'declare_no_premises': (boolean);
   'evidence'?: (string);
   'invocation': (_google_protobuf_Struct__Output | null);
+  'dry_run': (boolean);
   '_evidence'?: "evidence";
 }

@@ -9,6 +9,7 @@ export interface TransactResult {
   'transaction'?: (string);
   'writes'?: (_svc_v1_TransactWriteResult)[];
   'created'?: (boolean);
+  'dry_run'?: (boolean);
 }
 
 export interface TransactResult__Output {
@@ -17,4 +18,5 @@ export interface TransactResult__Output {
   'transaction': (string);
   'writes': (_svc_v1_TransactWriteResult__Output)[];
   'created': (boolean);
+  'dry_run': (boolean);
 }
