@@ -23,7 +23,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { PARITY_ALL, PARITY_LIVE } from '../fixtures/parity-classes.js';
-import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { useGatewayWithSql, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
 import {
   grpcAdapter,
@@ -43,17 +43,13 @@ let t: TestGateway;
 let sql: pg.Client;
 let adapters: Record<Transport, Adapter>;
 
-beforeAll(async () => {
-  t = await startTestGateway(PARITY_ALL, { extraArgs: ['--grpc-port', String(await freePort())] });
+useGatewayWithSql((g, c) => ((t = g), (sql = c)), PARITY_ALL, async () => ({ extraArgs: ['--grpc-port', String(await freePort())] }));
+beforeAll(() => {
   expect(t.gw.grpcPort).toBeGreaterThan(0);
   adapters = { http: httpAdapter(t.url), mcp: mcpAdapter(t.url), grpc: grpcAdapter(`127.0.0.1:${t.gw.grpcPort}`) };
-  sql = new pg.Client({ connectionString: t.db.url });
-  await sql.connect();
 });
 afterAll(async () => {
-  await sql?.end();
   if (adapters) await Promise.all(Object.values(adapters).map((a) => a.close()));
-  await t?.close();
 });
 
 // ---- the spec's status of each code ---------------------------------------------------------
