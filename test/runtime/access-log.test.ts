@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { startTestGateway, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
+import { settled } from '../setup/wait.js';
 import * as grpc from '@grpc/grpc-js';
 import { loadSvcProto } from '../../runtime/grpc/proto.js';
 
@@ -103,7 +104,8 @@ it('gRPC calls are logged the same way and carry x-request-id back in their meta
       call.on('status', () => resolve(undefined));
     });
     expect(echoed).toBe('grpc-trace-1');
-    await new Promise((r) => setTimeout(r, 50));
+    // The line is written as the answer goes out: wait for it, not for a fixed time.
+    await settled(async () => requestLines('grpc-trace-1').length, (n) => n > 0);
     expect(requestLines('grpc-trace-1')[0].data).toMatchObject({
       method: 'gRPC',
       path: '/svc.v1.SvcService/Get',
