@@ -3,7 +3,8 @@
  * class must satisfy before the reconciler may store it. Pure: valibot and types only.
  */
 import * as v from 'valibot';
-import type { ClassManifest, FieldDef, FieldKind, FieldType, Strength } from './types.js';
+import { STRENGTHS } from './strength.js';
+import type { ClassManifest, FieldDef, FieldKind, FieldType } from './types.js';
 
 const CLASS_NAME = /^[a-z][a-z0-9-]{0,62}$/;
 const FIELD_NAME = /^[a-zA-Z_][a-zA-Z0-9_-]{0,62}$/;
@@ -13,7 +14,6 @@ const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-
 
 const KINDS = ['versioned', 'soft', 'append', 'task'] as const satisfies readonly FieldKind[];
 const TYPES = ['string', 'integer', 'number', 'boolean', 'object', 'array', 'any'] as const satisfies readonly FieldType[];
-const STRENGTHS = ['pod-bound', 'sa-bound', 'issuer-declared', 'shared-secret'] as const satisfies readonly Strength[];
 const PROVIDERS = ['apikey', 'k8s-sa', 'oidc'];
 const MAX_LEASE_SECONDS = 86_400;
 /** Retention and per-record TTL bounds (issue 37): a duration of at least a second, at most ten years. */

@@ -1,15 +1,12 @@
 /**
- * Identity strength ranking (decisions §2). Pure: no runtime imports.
+ * Identity strengths and their ranking (decisions §2): the one list the type, the class
+ * schema's picklist and the ranking all come from. Pure: no runtime imports.
  */
-import type { Strength } from './types.js';
 
 /** Every strength, strongest first: the index is the rank. */
-export const STRENGTHS: readonly Strength[] = Object.freeze([
-  'pod-bound',
-  'sa-bound',
-  'issuer-declared',
-  'shared-secret',
-] as const);
+export const STRENGTHS = Object.freeze(['pod-bound', 'sa-bound', 'issuer-declared', 'shared-secret'] as const);
+
+export type Strength = (typeof STRENGTHS)[number];
 
 /** True when `presented` is as strong as `required` or stronger. */
 export function strengthAtLeast(presented: Strength, required: Strength): boolean {

@@ -4,7 +4,8 @@
 import type { ObjectEntries } from 'valibot';
 
 /** How well a credential is bound to a workload (decisions §2), strongest first. */
-export type Strength = 'pod-bound' | 'sa-bound' | 'issuer-declared' | 'shared-secret';
+import type { Strength } from './strength.js';
+export type { Strength };
 
 /** The caller, as worked out by an identity provider before any handler runs. */
 export interface Identity {

@@ -52,6 +52,19 @@ export interface RequestMeta {
   write?: WriteOptions;
   /** X-Kslate-Min-Lsn (gRPC `x-kslate-min-lsn`) as sent: the read-your-writes token (docs/ha.md); checked when the caller runs. */
   minLsn?: string;
+  /** The request's access-log line, filled by the lifecycle (`authenticateCaller`, `Caller.run`); the transport writes it. */
+  access?: AccessNote;
+}
+
+/**
+ * What the one access-log line of a request says about the caller: who it is once the
+ * credential is accepted, and the spec's error code of a refusal (of the credential or of an
+ * operation). Written here, by the lifecycle, for every transport; a transport adds only
+ * the refusals it makes itself (404/405 of a path, a client gone mid-upload).
+ */
+export interface AccessNote {
+  author?: string;
+  error?: string;
 }
 
 /**
@@ -249,7 +262,12 @@ export interface Caller {
 }
 
 /** The caller of a request whose credential was judged (`authenticateCaller`, or a session that holds one). */
-export function callerFor(s: AppServices, identity: Identity, meta: Pick<RequestMeta, 'scope' | 'requestId' | 'authorization' | 'minLsn'>): Caller {
+export function callerFor(
+  s: AppServices,
+  identity: Identity,
+  meta: Pick<RequestMeta, 'scope' | 'requestId' | 'authorization' | 'minLsn' | 'access'>,
+): Caller {
+  if (meta.access) meta.access.author = identity.author;
   const errorOf = (e: unknown) => asSvcError(e, { log: s.log, requestId: meta.requestId });
   return {
     identity,
@@ -266,7 +284,9 @@ export function callerFor(s: AppServices, identity: Identity, meta: Pick<Request
         return await invoke(op, ctx, input, { timed: opts.timed });
       } catch (e) {
         if (e instanceof ClientClosedRequest) throw e;
-        throw errorOf(e);
+        const err = errorOf(e);
+        if (meta.access) meta.access.error = err.code;
+        throw err;
       } finally {
         opts.onLsn?.(ctx ? lsnOf(ctx) : null);
       }
@@ -276,7 +296,15 @@ export function callerFor(s: AppServices, identity: Identity, meta: Pick<Request
 
 /** `authenticate → caller`: the credential check (with its budget), then the caller that runs operations. */
 export async function authenticateCaller(s: AppServices, meta: RequestMeta): Promise<Caller> {
-  return callerFor(s, await authenticateRequest(s, meta.address, meta.authorization), meta);
+  let identity: Identity;
+  try {
+    identity = await authenticateRequest(s, meta.address, meta.authorization);
+  } catch (e) {
+    const err = asSvcError(e, { log: s.log, requestId: meta.requestId });
+    if (meta.access) meta.access.error = err.code;
+    throw err;
+  }
+  return callerFor(s, identity, meta);
 }
 
 /**

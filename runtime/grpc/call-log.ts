@@ -9,11 +9,11 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../handlers/context.js';
+import type { AccessNote } from '../request.js';
 
-export interface CallLog {
-  /** The caller, once known. */
-  author: string | undefined;
-  /** Write the access-log line with this status (and the spec's error code, if refused). */
+/** The call's access note (author, error code) is filled by the lifecycle: pass it as RequestMeta `access`. */
+export interface CallLog extends AccessNote {
+  /** Write the access-log line with this status (and the spec's error code of a refusal made outside the lifecycle). */
   logged(status: number, error?: string): void;
   /** Send the initial metadata (the request id, and `extra`) if it has not gone yet. */
   sendId(extra?: Record<string, string>): void;
@@ -38,7 +38,6 @@ export function beginCall(
   };
   if (sendNow) sendId();
   const c: CallLog = {
-    author: undefined,
     sendId,
     logged(status, error) {
       log.info('request', {
@@ -47,7 +46,7 @@ export function beginCall(
         status: grpc.status[status] ?? status,
         duration_ms: Math.round((performance.now() - started) * 10) / 10,
         author: c.author,
-        error,
+        error: error ?? c.error,
         request_id: requestId,
       });
     },

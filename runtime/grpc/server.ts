@@ -170,6 +170,7 @@ export async function startGrpc(
           requestId,
           ...(op.write ? { write: writeOptions(call) } : {}),
           minLsn: firstText(call.metadata, MIN_LSN_KEY),
+          access: log,
         },
         op,
         () => {
@@ -179,7 +180,6 @@ export async function startGrpc(
         },
         timed === undefined ? {} : { timed },
       );
-      log.author = r.identity?.author;
       // The WAL position the call's writes reached, in the trailing metadata (docs/ha.md).
       const trailer = new grpc.Metadata();
       if (r.lsn !== null) trailer.set(LSN_KEY, r.lsn);
@@ -189,7 +189,7 @@ export async function startGrpc(
         if (r.lsn !== null) status.metadata?.set(LSN_KEY, r.lsn);
         log.sendId();
         callback(status);
-        logged(status.code ?? grpc.status.UNKNOWN, r.error.code);
+        logged(status.code ?? grpc.status.UNKNOWN);
         return;
       }
       const out = r.out;

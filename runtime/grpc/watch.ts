@@ -104,10 +104,11 @@ export interface WatchDeps {
 
 export function watchRpc({ s, method, meta, toGrpc }: WatchDeps) {
   return async (call: WatchCall): Promise<void> => {
-    const m = meta(call);
-    const requestId = m.requestId;
+    const sent = meta(call);
+    const requestId = sent.requestId;
     // The access log line is written when the stream starts (as for SSE) or is refused.
     const log = beginCall(s.log, method.path, call, requestId);
+    const m: RequestMeta = { ...sent, access: log };
     const logged = log.logged;
     const req = call.request;
     // Which operation runs is read off the message already decoded; anything wrong with it
@@ -120,11 +121,10 @@ export function watchRpc({ s, method, meta, toGrpc }: WatchDeps) {
       }
       return watchInput(req.msg).input;
     });
-    log.author = r.identity?.author;
     if (!r.ok) {
       const status = toGrpc(r.error, requestId);
       call.emit('error', status);
-      logged(status.code ?? grpc.status.UNKNOWN, r.error.code);
+      logged(status.code ?? grpc.status.UNKNOWN);
       return;
     }
     const stream = r.out.stream as WatchStream;

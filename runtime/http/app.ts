@@ -11,7 +11,7 @@ import { asSvcError, operations, type Operation } from '../../handlers/index.js'
 import { IN_USE_RETRY_AFTER_SECONDS } from '../../handlers/write-once.js';
 import { watchOperations } from '../../handlers/watch.js';
 import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } from './mcp/server.js';
-import { ClientClosedRequest, runRequest, type AppServices } from '../request.js';
+import { ClientClosedRequest, runRequest, type AccessNote, type AppServices } from '../request.js';
 import { readBody } from './body.js';
 import { addErrorHeaders, LSN_HEADER, reply, replyText, RETRY_AFTER_SECONDS } from './reply.js';
 import { mountProtectedResource, PRM_PATH, PRM_RESOURCES } from './protected-resource.js';
@@ -35,6 +35,8 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
     const started = performance.now();
     const requestId = requestIdFrom(c.req.header('x-request-id'), s.newId);
     c.set('requestId', requestId);
+    const access: AccessNote = {};
+    c.set('access', access);
     try {
       await next();
     } finally {
@@ -48,8 +50,8 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
         path,
         status,
         duration_ms: Math.round((performance.now() - started) * 10) / 10,
-        author: c.get('author'),
-        error: c.get('errorCode'),
+        author: access.author,
+        error: access.error,
         request_id: requestId,
       };
       // Probes come every few seconds from the kubelet: debug, so they do not drown the rest.
@@ -90,7 +92,7 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
   for (const [path, allowed] of methods) {
     const allow = [...allowed].sort().join(', ');
     app.all(path, (c) => {
-      c.set('errorCode', 'METHOD_NOT_ALLOWED');
+      c.get('access').error = 'METHOD_NOT_ALLOWED';
       return c.json(
         new SvcError('METHOD_NOT_ALLOWED', `${c.req.method} is not allowed on ${c.req.path}; use ${allow}.`).body(),
         405,
@@ -100,17 +102,17 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
   }
 
   app.notFound((c) => {
-    c.set('errorCode', 'NOT_FOUND');
+    c.get('access').error = 'NOT_FOUND';
     return c.json(new SvcError('NOT_FOUND', `No endpoint ${c.req.method} ${c.req.path}; see the README for the API.`).body(), 404);
   });
   app.onError((e, c) => {
     if (e instanceof ClientClosedRequest) {
       // The access log line says 499 at info; no one reads the answer.
-      c.set('errorCode', 'CLIENT_CLOSED');
+      c.get('access').error = 'CLIENT_CLOSED';
       return c.body(null, 499 as UnofficialStatusCode);
     }
     const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') ?? s.newId() });
-    c.set('errorCode', err.code);
+    c.get('access').error = err.code;
     return c.json(err.body(), err.status as 500);
   });
   return app;
@@ -165,10 +167,8 @@ async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: P
     if (body.kind === 'too-large') close = true;
     return op.fromHttp({ params: c.req.param() as Record<string, string>, query, names, body });
   });
-  if (r.identity) c.set('author', r.identity.author);
   const extra = r.lsn === null ? undefined : { [LSN_HEADER]: r.lsn };
   if (!r.ok) {
-    c.set('errorCode', r.error.code);
     const res = reply(c, r.error.status, r.error.body(), close, extra);
     if (r.error.replayed) res.headers.set(REPLAYED_HEADER, 'true');
     if (r.error.code === 'IDEMPOTENCY_KEY_IN_USE') res.headers.set('retry-after', String(IN_USE_RETRY_AFTER_SECONDS));

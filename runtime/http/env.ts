@@ -1,14 +1,12 @@
 import type { Context } from 'hono';
-import { clientAddress, type AppServices, type RequestMeta } from '../request.js';
+import { clientAddress, type AccessNote, type AppServices, type RequestMeta } from '../request.js';
 /** What the HTTP app keeps per request (Hono context variables), shared by the API routes and MCP. */
 export type AppEnv = {
   Variables: {
     /** X-Request-Id: the client's when it is a sane token, else a fresh UUID; in logs and error bodies. */
     requestId: string;
-    /** The authenticated author, for the access log. */
-    author?: string;
-    /** The error code answered, for the access log. */
-    errorCode?: string;
+    /** The access-log line's author and error code: filled by the lifecycle (runtime/request.ts), or by the app for its own refusals. */
+    access: AccessNote;
     /** The answer already carries X-Request-Id (runtime/http/app.ts `reply`). */
     replied?: boolean;
   };
@@ -32,5 +30,6 @@ export function requestMeta(c: Context<AppEnv>, s: AppServices, peer: PeerAddres
     scope: c.req.header('x-svc-scope'),
     requestId: c.get('requestId'),
     minLsn: c.req.header('x-kslate-min-lsn'),
+    access: c.get('access'),
   };
 }

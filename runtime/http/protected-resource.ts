@@ -87,7 +87,7 @@ export function mountProtectedResource(app: Hono<AppEnv>, s: AppServices): void 
           'NOT_FOUND',
           `This gateway has no OAuth authorization server (--identity ${kinds} has no oidc): send "Authorization: Bearer <token>" with a credential of --identity; see docs/identity.md.`,
         );
-        c.set('errorCode', err.code);
+        c.get('access').error = err.code;
         return c.json(err.body(), 404);
       }
       const body: v.InferOutput<typeof protectedResourceBody> = {

@@ -66,9 +66,7 @@ export async function serveWatch(c: Context<AppEnv>, s: AppServices, op: Operati
     const last = c.req.header('last-event-id');
     return last === undefined ? input : { ...input, last_event_id: last };
   });
-  if (r.identity) c.set('author', r.identity.author);
   if (!r.ok) {
-    c.set('errorCode', r.error.code);
     return reply(c, r.error.status, r.error.body());
   }
   const stream = r.out.stream as WatchStream;

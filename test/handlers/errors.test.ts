@@ -17,6 +17,7 @@ import { startGateway, type Gateway } from '../../runtime/serve.js';
 import { audited, fortress, incident } from '../fixtures/classes.js';
 import { relic } from '../fixtures/order-classes.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
+import { SPEC_STATUS } from '../fixtures/spec-errors.js';
 import { KEYS, manifestsYaml, startTestGateway, type ClassInput, type TestGateway } from '../setup/gateway.js';
 
 let t: TestGateway;
@@ -25,28 +26,7 @@ const LIVE = [incident, fortress, audited];
 const P = (cls: string, id: string, field: string) => `/v1/records/${cls}/${id}/fields/${field}`;
 
 /** The spec's status for every code (interface.md "Errors"). */
-const STATUS: Record<string, number> = {
-  MALFORMED: 400,
-  UNAUTHENTICATED: 401,
-  NO_ROLE: 403,
-  SCOPE_DENIED: 403,
-  WEAK_IDENTITY: 403,
-  IDENTITY_MISMATCH: 403,
-  NOT_FOUND: 404,
-  STALE: 409,
-  STALE_PREMISE: 409,
-  HELD: 409,
-  CLASS_GONE: 410,
-  EVIDENCE_REQUIRED: 422,
-  UNKNOWN_FIELD: 422,
-  NOT_WRITABLE: 422,
-  NOT_APPEND_FIELD: 422,
-  NOT_TASK_FIELD: 422,
-  INVALID_CHECKPOINT: 422,
-  RATE_LIMITED: 429,
-  INTERNAL: 500,
-  UNAVAILABLE: 503,
-};
+const STATUS = SPEC_STATUS;
 
 function expectError(res: { status: number; body: any }, code: string): void {
   expect(res.body, `body of a ${res.status} is not a JSON object: ${String(res.body).slice(0, 200)}`).toBeTypeOf('object');

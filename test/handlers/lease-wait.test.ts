@@ -7,22 +7,14 @@
  * it pass, and releases the lock.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { caseflow } from '../fixtures/flow-classes.js';
-import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { useGatewayWithSql, type TestGateway } from '../setup/gateway.js';
 
 let t: TestGateway;
 let sql: pg.Client;
 
-beforeAll(async () => {
-  t = await startTestGateway([caseflow]);
-  sql = new pg.Client({ connectionString: t.db.url });
-  await sql.connect();
-});
-afterAll(async () => {
-  await sql?.end();
-  await t?.close();
-});
+useGatewayWithSql((g, c) => ((t = g), (sql = c)), [caseflow]);
 
 /** Poll `check` until it holds, failing after `ms`. */
 async function until(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {

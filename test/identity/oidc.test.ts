@@ -13,6 +13,7 @@ import { createProviders, StartupError } from '../../runtime/services.js';
 import type { ClassInput } from '../setup/gateway.js';
 import { quietLog, startTestGateway, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
+import { eventLog } from '../setup/wait.js';
 import { grpcAdapter, mcpAdapter } from '../transports/clients.js';
 
 
@@ -202,7 +203,8 @@ describe('key rotation and outages', () => {
   it('an issuer that cannot be reached at start: /readyz 503 and its tokens 503, then ready once it answers', async () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const g = await startTestGateway([agents], { extraArgs: ['--identity', 'oidc,apikey', '--oidc-issuer', url, '--oidc-audience', AUD] });
+    const events = eventLog();
+    const g = await startTestGateway([agents], { extraArgs: ['--identity', 'oidc,apikey', '--oidc-issuer', url, '--oidc-audience', AUD], log: events.log });
     let late: Awaited<ReturnType<typeof fakeIssuer>> | undefined;
     try {
       const ready = await fetch(`${g.url}/readyz`);
@@ -216,16 +218,13 @@ describe('key rotation and outages', () => {
       // API keys still work meanwhile.
       expect((await g.call('alice', 'GET', '/v1/classes')).status).toBe(200);
 
+      // The gateway retries discovery on its backoff (1 s, 2 s, ...): wait for its log line
+      // that the issuer answered, then /readyz is 200.
+      const discovered = events.next(/^OIDC issuer discovered$/);
       late = await fakeIssuer(port);
       late.jwks.push(kLate.jwk);
-      const until = Date.now() + 10_000;
-      let status = 0;
-      while (Date.now() < until) {
-        status = (await fetch(`${g.url}/readyz`)).status;
-        if (status === 200) break;
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      expect(status).toBe(200);
+      await discovered;
+      expect((await fetch(`${g.url}/readyz`)).status).toBe(200);
       expect((await g.call(tok, 'GET', '/v1/classes')).status).toBe(200);
     } finally {
       await g.close();

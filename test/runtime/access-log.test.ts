@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { startTestGateway, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
+import { settled } from '../setup/wait.js';
 import * as grpc from '@grpc/grpc-js';
 import { loadSvcProto } from '../../runtime/grpc/proto.js';
 
@@ -64,6 +65,23 @@ it('401, 429-bound and MCP requests are logged with their error code, never with
   }
 });
 
+it('an MCP tool refused in-band (JSON-RPC answer 200) is logged with its error code and author, as the same refusal on HTTP', async () => {
+  // The lifecycle (runtime/request.ts) fills the line's author and error for every transport.
+  const res = await fetch(`${t.url}/mcp`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer alice-test-key', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'svc_put', arguments: { record: 'incident/mcp-stale', field: 'title', value: 'x', expected_version: 5 } },
+    }),
+  });
+  expect(res.status).toBe(200);
+  expect(await res.text()).toMatch(/STALE/);
+  expect(requestLines(res.headers.get('x-request-id')!)[0].data).toMatchObject({ path: '/mcp', status: 200, author: 'apikey:alice', error: 'STALE' });
+});
+
 it('the id of a request that failed is in its error log line too', async () => {
   const res = await fetch(`${t.url}/v1/records/incident/a1`, { headers: { authorization: 'Bearer alice-test-key', 'x-request-id': 'trace-me' } });
   expect(res.status).toBe(200);
@@ -86,7 +104,8 @@ it('gRPC calls are logged the same way and carry x-request-id back in their meta
       call.on('status', () => resolve(undefined));
     });
     expect(echoed).toBe('grpc-trace-1');
-    await new Promise((r) => setTimeout(r, 50));
+    // The line is written as the answer goes out: wait for it, not for a fixed time.
+    await settled(async () => requestLines('grpc-trace-1').length, (n) => n > 0);
     expect(requestLines('grpc-trace-1')[0].data).toMatchObject({
       method: 'gRPC',
       path: '/svc.v1.SvcService/Get',

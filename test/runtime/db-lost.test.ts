@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { settled } from '../setup/wait.js';
 
 let t: TestGateway;
 beforeAll(async () => {
@@ -29,16 +30,14 @@ it('a write whose connection is lost mid-statement: 503 saying it may have been 
       body: JSON.stringify({ value: 'b', expected_version: 1 }),
     });
     // The gateway's statement is in PostgreSQL, waiting for the lock held above: end its connection.
-    let terminated = false;
-    for (const deadline = Date.now() + 15_000; !terminated && Date.now() < deadline; ) {
-      const r = await c.query(
-        `select pg_terminate_backend(pid) as done from pg_stat_activity
-          where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock'`,
-      );
-      terminated = r.rows.some((row) => row.done === true);
-      if (!terminated) await new Promise((r) => setTimeout(r, 20));
-    }
-    expect(terminated).toBe(true);
+    await settled(
+      async () =>
+        (await c.query(
+          `select pg_terminate_backend(pid) as done from pg_stat_activity
+            where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock'`,
+        )).rows.some((row) => row.done === true),
+      (terminated) => terminated,
+    );
     const res = await pending;
     const body = await res.json();
     expect(res.status).toBe(503);

@@ -17,6 +17,7 @@ import { startEmbeddedPostgres, type EmbeddedDb } from '../../runtime/dev.js';
 import { incident } from '../fixtures/classes.js';
 import { quietLog, startTestGateway, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
+import { settled } from '../setup/wait.js';
 
 let dir: string;
 let pgServer: EmbeddedDb | undefined;
@@ -166,12 +167,7 @@ it('with PostgreSQL frozen: requests 503 within the budget, /readyz 503 within ~
   expect((await probe.listClasses()).map((c) => c.name)).toEqual(['incident']);
   await probe.kysely.destroy();
 
-  const end = Date.now() + 15_000;
-  let got = await gw.call('alice', 'GET', '/v1/records/incident/kept');
-  while (got.status !== 200 && Date.now() < end) {
-    await new Promise((r) => setTimeout(r, 200));
-    got = await gw.call('alice', 'GET', '/v1/records/incident/kept');
-  }
+  const got = await settled(() => gw.call('alice', 'GET', '/v1/records/incident/kept'), (r) => r.status === 200);
   expect(got.status).toBe(200);
   expect(got.body.fields.title.value).toBe('v');
   const put = await gw.call('alice', 'PUT', '/v1/records/incident/kept/fields/title', { value: 'back', expected_version: 1 });

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { children, cleanEnv, ensureBuilt, getJson, logLines, start, stop, type Served } from '../setup/cli.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 import { manifestsYaml } from '../setup/gateway.js';
+import { outputMatches, settled } from '../setup/wait.js';
 import { freePort } from '../setup/ports.js';
 import { connect as http2Connect } from 'node:http2';
 import { pb } from '../setup/protobuf.js';
@@ -114,17 +115,13 @@ async function waitForLockWaiters(db: TestDb, n: number) {
   const c = new pg.Client({ connectionString: db.url });
   await c.connect();
   try {
-    const end = Date.now() + 15_000;
-    let last = -1;
-    while (Date.now() < end) {
-      const { rows } = await c.query<{ n: number }>(
-        `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
-      );
-      last = rows[0].n;
-      if (last >= n) return;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`only ${last} of ${n} requests reached the lock`);
+    await settled(
+      async () =>
+        (await c.query<{ n: number }>(
+          `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+        )).rows[0].n,
+      (waiting) => waiting >= n,
+    );
   } finally {
     await c.end();
   }
@@ -158,7 +155,7 @@ describe('kslate serve on SIGTERM', { timeout: 90_000 }, () => {
       // /healthz stays 200 (the process is alive, do not restart it).
       // Once the gateway has begun to stop (its first log line of the stop), a probe is answered
       // at once, without asking the database (whose pool the held requests fill).
-      while (!/shutting down/.test(gw.served.stdout()) && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 20));
+      await outputMatches(gw.served, /shutting down/);
       const probeAt = Date.now();
       const ready = await getJson(`${gw.metrics}/readyz`);
       const readyAfterMs = Date.now() - t0;
@@ -237,8 +234,7 @@ describe('kslate serve on SIGTERM', { timeout: 90_000 }, () => {
     await Promise.all([half.written, silent.written]);
 
     gw.served.child.kill('SIGTERM');
-    const t0 = Date.now();
-    while (!/shutting down/.test(gw.served.stdout()) && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 20));
+    await outputMatches(gw.served, /shutting down/);
     // The silent connection is closed after the grace: an end without data, not a reset.
     expect(await within(silent.closed, 10_000, 'closing the silent connection')).toEqual({ text: '' });
     expect(gw.served.child.exitCode).toBeNull(); // the half-sent request holds the stop
@@ -294,8 +290,7 @@ describe('kslate serve on SIGTERM', { timeout: 90_000 }, () => {
       const hung = put(gw, 'held', 'v2', 1).catch((e: Error) => e);
       await waitForLockWaiters(gw.db, 1);
       gw.served.child.kill('SIGTERM');
-      const t0 = Date.now();
-      while (!/shutting down/.test(gw.served.stdout()) && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 20));
+      await outputMatches(gw.served, /shutting down/);
       gw.served.child.kill('SIGINT');
       const t1 = Date.now();
       const exit = await within(gw.served.exited, 5_000, 'the exit after the second signal');

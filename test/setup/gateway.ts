@@ -106,10 +106,13 @@ export function gatewayFiles(prefix: string, classes: ClassInput[]): { dir: stri
   return { dir, classes: join(dir, 'classes'), apikeys: join(dir, 'apikeys.yaml') };
 }
 
-export async function startTestGateway(
-  classes: ClassInput[],
-  opts: { db?: TestDb; extraArgs?: string[]; log?: Logger } = {},
-): Promise<TestGateway> {
+export interface StartOptions {
+  db?: TestDb;
+  extraArgs?: string[];
+  log?: Logger;
+}
+
+export async function startTestGateway(classes: ClassInput[], opts: StartOptions = {}): Promise<TestGateway> {
   const db = opts.db ?? (await freshDatabase());
   const dir = mkdtempSync(join(tmpdir(), 'kslate-gw-'));
   const classesDir = join(dir, 'classes');
@@ -154,21 +157,23 @@ export async function startTestGateway(
 /**
  * The preamble of the tests that drive a gateway and read its database directly: a gateway
  * on a fresh database started before the file's tests, a SQL client on that database, both
- * closed after. `set` hands them to the file's own variables.
+ * closed after. `set` hands them to the file's own variables. `opts` may be computed when the
+ * gateway starts (a free gRPC port). A file's own beforeAll/afterAll registered after this
+ * run after the gateway starts and before it closes.
  */
 export function useGatewayWithSql(
   set: (t: TestGateway, sql: pg.Client) => void,
   classes: ClassInput[],
-  opts: Parameters<typeof startTestGateway>[1] = {},
+  opts: StartOptions | (() => Promise<StartOptions>) = {},
 ): void {
   let t: TestGateway | undefined;
   let sql: pg.Client | undefined;
   beforeAll(async () => {
-    t = await startTestGateway(classes, opts);
+    t = await startTestGateway(classes, typeof opts === 'function' ? await opts() : opts);
     sql = new pg.Client({ connectionString: t.db.url });
     await sql.connect();
     set(t, sql);
-  });
+  }, 120_000);
   afterAll(async () => {
     await sql?.end();
     await t?.close();

@@ -23,7 +23,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { PARITY_ALL, PARITY_LIVE } from '../fixtures/parity-classes.js';
-import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { useGatewayWithSql, type TestGateway } from '../setup/gateway.js';
+import { SPEC_STATUS } from '../fixtures/spec-errors.js';
 import { freePort } from '../setup/ports.js';
 import {
   grpcAdapter,
@@ -43,41 +44,18 @@ let t: TestGateway;
 let sql: pg.Client;
 let adapters: Record<Transport, Adapter>;
 
-beforeAll(async () => {
-  t = await startTestGateway(PARITY_ALL, { extraArgs: ['--grpc-port', String(await freePort())] });
+useGatewayWithSql((g, c) => ((t = g), (sql = c)), PARITY_ALL, async () => ({ extraArgs: ['--grpc-port', String(await freePort())] }));
+beforeAll(() => {
   expect(t.gw.grpcPort).toBeGreaterThan(0);
   adapters = { http: httpAdapter(t.url), mcp: mcpAdapter(t.url), grpc: grpcAdapter(`127.0.0.1:${t.gw.grpcPort}`) };
-  sql = new pg.Client({ connectionString: t.db.url });
-  await sql.connect();
 });
 afterAll(async () => {
-  await sql?.end();
   if (adapters) await Promise.all(Object.values(adapters).map((a) => a.close()));
-  await t?.close();
 });
 
 // ---- the spec's status of each code ---------------------------------------------------------
 
-const HTTP_STATUS: Record<string, number> = {
-  MALFORMED: 400,
-  UNAUTHENTICATED: 401,
-  NO_ROLE: 403,
-  SCOPE_DENIED: 403,
-  WEAK_IDENTITY: 403,
-  IDENTITY_MISMATCH: 403,
-  NOT_FOUND: 404,
-  STALE: 409,
-  STALE_PREMISE: 409,
-  HELD: 409,
-  CLASS_GONE: 410,
-  EVIDENCE_REQUIRED: 422,
-  UNKNOWN_FIELD: 422,
-  NOT_WRITABLE: 422,
-  NOT_APPEND_FIELD: 422,
-  NOT_TASK_FIELD: 422,
-  INVALID_CHECKPOINT: 422,
-  RATE_LIMITED: 429,
-};
+const HTTP_STATUS = SPEC_STATUS;
 
 /** decisions §7: HTTP status -> gRPC status code. */
 const GRPC_OF_HTTP: Record<number, number> = { 400: 3, 401: 16, 403: 7, 404: 5, 409: 10, 410: 9, 422: 9, 429: 8, 500: 13, 503: 14 };

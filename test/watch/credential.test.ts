@@ -22,6 +22,7 @@ import { loadSvcProto } from '../../runtime/grpc/proto.js';
 import { AUD, fakeIssuer, key, token, type Key } from '../identity/fake-issuer.js';
 import { KEYS, startTestGateway, type ClassInput, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
+import { settled } from '../setup/wait.js';
 import { openWatch, waitFor, type Watch } from './sse.js';
 
 const proto = grpc.loadPackageDefinition(loadSvcProto()) as unknown as ProtoGrpcType;
@@ -163,11 +164,7 @@ describe('a revoked API key', () => {
 
     keepKeys(g, ['alice', 'bob', 'dave']);
     // The key file is reloaded (it is watched): carol's key is refused from then on.
-    const deadline = Date.now() + 10_000;
-    while ((await g.call('carol', 'GET', '/v1/classes')).status !== 401) {
-      if (Date.now() > deadline) throw new Error("carol's key was not refused after the key file changed");
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await settled(() => g.call('carol', 'GET', '/v1/classes'), (r) => r.status === 401);
     // Quiet streams notice at their next heartbeat, busy ones before their next change.
     await note(g, 'r1', 'third');
     for (const w of [record, klass, live]) {
@@ -178,11 +175,7 @@ describe('a revoked API key', () => {
     await waitFor(() => rpc.done, 10_000, () => 'the gRPC watch to end');
     expect(rpc.events.at(-1)).toMatchObject({ event: 'end', reason: 'revoked' });
     expect(rpc.status?.code).toBe(grpc.status.OK);
-    const sessionsDeadline = Date.now() + 10_000;
-    while ((await mcpSessions(g)) !== 0) {
-      if (Date.now() > sessionsDeadline) throw new Error('the MCP session of the revoked key did not end');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await settled(() => mcpSessions(g), (n) => n === 0);
     // alice's stream is untouched: it has every change.
     await note(g, 'r1', 'fourth');
     expect((await control.next()).data.value).toBe('third');

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createPool, PgDb } from '../../db/kysely/index.js';
 import { expireRecords } from '../../db/kysely/sweep.js';
 import { sweep, EXPIRE_BATCH, PURGE_BATCH, type SweepDeps } from '../../worker/sweep.js';
-import { startTestGateway, quietLog, type ClassInput, type TestGateway } from '../setup/gateway.js';
+import { useGatewayWithSql, quietLog, type ClassInput, type TestGateway } from '../setup/gateway.js';
 
 const brief: ClassInput = {
   name: 'brief',
@@ -37,16 +37,12 @@ let db: PgDb;
 let holderN = 0;
 const deps = (): SweepDeps => ({ db, log: quietLog, holder: `test/expire/${++holderN}` });
 
-beforeAll(async () => {
-  t = await startTestGateway([brief, keep]);
-  sql = new pg.Client({ connectionString: t.db.url });
-  await sql.connect();
+useGatewayWithSql((g, c) => ((t = g), (sql = c)), [brief, keep]);
+beforeAll(() => {
   db = new PgDb(createPool({ connectionString: t.db.url, max: 4, timeoutMs: 60_000 }));
-}, 120_000);
+});
 afterAll(async () => {
-  await sql?.end();
   await db?.kysely.destroy();
-  await t?.close();
 });
 
 const put = (who: string, cls: string, id: string, field: string, body: unknown) =>

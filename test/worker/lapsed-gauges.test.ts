@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createPool, PgDb } from '../../db/kysely/index.js';
 import { sweep, type SweepDeps } from '../../worker/sweep.js';
 import { freePort } from '../setup/ports.js';
-import { startTestGateway, quietLog, type ClassInput, type TestGateway } from '../setup/gateway.js';
+import { useGatewayWithSql, quietLog, type ClassInput, type TestGateway } from '../setup/gateway.js';
 import { grpcAdapter, httpAdapter, mcpAdapter, type Adapter } from '../transports/clients.js';
 
 const jobs: ClassInput = {
@@ -39,18 +39,14 @@ let adapters: Adapter[];
 let n = 0;
 const deps = (over: Partial<SweepDeps> = {}): SweepDeps => ({ db, log: quietLog, holder: `test/gauges/${++n}`, ...over });
 
-beforeAll(async () => {
-  t = await startTestGateway([jobs, watch], { extraArgs: ['--grpc-port', String(await freePort())] });
-  sql = new pg.Client({ connectionString: t.db.url });
-  await sql.connect();
+useGatewayWithSql((g, c) => ((t = g), (sql = c)), [jobs, watch], async () => ({ extraArgs: ['--grpc-port', String(await freePort())] }));
+beforeAll(() => {
   db = new PgDb(createPool({ connectionString: t.db.url, max: 4 }));
   adapters = [httpAdapter(t.url), mcpAdapter(t.url), grpcAdapter(`127.0.0.1:${t.gw.grpcPort}`)];
-}, 120_000);
+});
 afterAll(async () => {
   for (const a of adapters ?? []) await a.close();
-  await sql?.end();
   await db?.kysely.destroy();
-  await t?.close();
 });
 
 const put = (who: string, cls: string, id: string, field: string, body: unknown) =>

@@ -104,7 +104,7 @@ export function mountMcp(app: Hono<AppEnv>, s: AppServices, peer: PeerAddress, o
         'NOT_FOUND',
         'MCP sessions (resource subscriptions) are not served on this runtime (Cloudflare Workers); use /mcp, or a Node gateway (`kslate serve`) for subscriptions.',
       );
-      c.set('errorCode', err.code);
+      c.get('access').error = err.code;
       return c.json(err.body(), 404);
     }),
   );
@@ -125,10 +125,8 @@ async function withCaller(
     caller = await authenticateCaller(s, requestMeta(c, s, peer));
   } catch (e) {
     const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') });
-    c.set('errorCode', err.code);
     return c.json(err.body(), err.status as 401);
   }
-  c.set('author', caller.identity.author);
   return next(caller);
 }
 

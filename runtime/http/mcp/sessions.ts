@@ -111,7 +111,7 @@ export class McpSessions implements SessionEndpoint {
       }
       const refusal = this.admit(identity.author);
       if (refusal) {
-        c.set('errorCode', refusal.code);
+        c.get('access').error = refusal.code;
         return c.json(refusal.body(), refusal.status as 503);
       }
       this.opening++;

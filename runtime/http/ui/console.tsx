@@ -13,7 +13,7 @@ import { subjectMatches } from '../../../handlers/class-registry.js';
 import { SvcError } from '../../../handlers/errors.js';
 import { asSvcError, operations, type Operation } from '../../../handlers/index.js';
 import { watchOperations } from '../../../handlers/watch.js';
-import { authenticateRequest, runRequest, type AppServices, type RequestResult } from '../../request.js';
+import { authenticateCaller, authenticateRequest, runRequest, type AppServices, type RequestResult } from '../../request.js';
 import { readBody } from '../body.js';
 import { requestMeta, type AppEnv, type PeerAddress } from '../env.js';
 import { serveWatch } from '../watch-sse.js';
@@ -112,7 +112,7 @@ export function mountConsole(app: Hono<AppEnv>, s: AppServices, peer: PeerAddres
       if (session.kind === 'live') authorization = `Bearer ${session.credential}`;
     } catch (e) {
       const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') });
-      c.set('errorCode', err.code);
+      c.get('access').error = err.code;
       return c.json(err.body(), err.status as 503);
     }
     const meta = { ...requestMeta(c, s, peer), authorization, scope: undefined };
@@ -123,7 +123,7 @@ export function mountConsole(app: Hono<AppEnv>, s: AppServices, peer: PeerAddres
 /** A page for a fault outside the handlers (the session store): its code and message, on the sign-in form. */
 function failure(c: C, s: AppServices, e: unknown, fallback: string): Response | Promise<Response> {
   const err = asSvcError(e, { log: s.log, requestId: c.get('requestId') });
-  c.set('errorCode', err.code);
+  c.get('access').error = err.code;
   return c.html(<SignInPage error={{ code: err.code, message: err.code === 'INTERNAL' ? fallback : err.message }} />, err.status as 503);
 }
 
@@ -147,7 +147,7 @@ function checkOrigin(c: C): Response | Promise<Response> | null {
     ok = c.req.header('sec-fetch-site') === 'same-origin';
   }
   if (ok) return null;
-  c.set('errorCode', 'FORBIDDEN');
+  c.get('access').error = 'FORBIDDEN';
   return c.html(
     <ErrorPage title="Refused" code="FORBIDDEN" message="This form must be sent from a page of the console itself (its origin did not match)." />,
     403,
@@ -169,14 +169,11 @@ async function signIn(c: C, s: AppServices, peer: PeerAddress, opts: SessionOpti
   if (token === '') {
     return c.html(<SignInPage error={{ code: 'MALFORMED', message: 'Paste your credential in the form and send it.' }} />, 400);
   }
-  const meta = requestMeta(c, s, peer);
   let author: string;
   try {
-    author = (await authenticateRequest(s, meta.address, `Bearer ${token}`)).author;
-    c.set('author', author);
+    author = (await authenticateCaller(s, { ...requestMeta(c, s, peer), authorization: `Bearer ${token}` })).identity.author;
   } catch (e) {
     const err = e as SvcError;
-    c.set('errorCode', err.code ?? 'INTERNAL');
     const status = (err.status ?? 500) as 401;
     const message =
       err.code === 'UNAUTHENTICATED'
@@ -205,6 +202,7 @@ async function call<I>(c: C, s: AppServices, peer: PeerAddress, op: Operation<I>
     const session = s.budget.isExhausted(meta.address) ? ({ kind: 'none' } as const) : await currentSession(c, s);
     if (session.kind === 'ended') {
       r = { ok: false, error: await sessionEnded(s, meta.address), lsn: null };
+      c.get('access').error = r.error.code;
     } else {
       const authorization = session.kind === 'live' ? `Bearer ${session.credential}` : undefined;
       r = await runRequest(s, { ...meta, authorization, scope: undefined }, op, () => input);
@@ -212,9 +210,8 @@ async function call<I>(c: C, s: AppServices, peer: PeerAddress, op: Operation<I>
     }
   } catch (e) {
     r = { ok: false, error: asSvcError(e, { log: s.log, requestId: meta.requestId }), lsn: null };
+    c.get('access').error = r.error.code;
   }
-  if (r.identity) c.set('author', r.identity.author);
-  if (!r.ok) c.set('errorCode', r.error.code);
   return r;
 }
 
