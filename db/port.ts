@@ -209,6 +209,63 @@ export interface ClaimResult {
   took_over_from: string | null;
 }
 
+/**
+ * One write of a transaction (`Db.transact`): a put or append as `WriteRequest` has it, or a
+ * claim. A write the gateway did not parse (after the first refused one) carries only what
+ * its history row records.
+ */
+export interface TransactWrite {
+  op: 'put' | 'append' | 'claim';
+  field: string;
+  kind: 'versioned' | 'soft' | 'append' | 'task' | null;
+  /** The value (put) or entry (append), stored as sent; absent for a claim. */
+  value?: unknown;
+  hasValue: boolean;
+  evidence: string | null;
+  based_on: StoredPremise[] | null;
+  invocation: Record<string, unknown> | null;
+  expectVersion: number | null;
+  expected_version: number | null;
+  premises: readonly StoredPremise[];
+  requiredCheckpoints: readonly string[] | null;
+  /** A claim's lease (0 releases). */
+  lease_seconds: number | null;
+  /** What the write's row keeps when it is refused by the gateway or not applied. */
+  kept: HistoryValue;
+}
+
+/**
+ * A transaction on one record (kslate_transact, migration 0012): every write decided in index
+ * order under one lock against the state the earlier ones left, all applied with one record
+ * version, or none.
+ */
+export interface TransactRequest {
+  class: string;
+  rid: string;
+  /** The transaction's id (a UUID), on every history row of the attempt. */
+  txn: string;
+  author: string;
+  identity_strength: string;
+  writes: TransactWrite[];
+  /** A write the gateway refused before the lock: the writes before it are still decided first. */
+  stop: { index: number; outcome: string | null } | null;
+}
+
+/** What each applied write of a transaction got. */
+export type TransactApplied =
+  | { op: 'put' | 'append'; version: number }
+  | { op: 'claim'; outcome: ClaimResult['outcome']; version: number; owner: string | null; lease_expires_at: Date | null; took_over_from: string | null };
+
+export type TransactResult =
+  | { outcome: 'applied'; record_version: number; created: boolean; writes: TransactApplied[] }
+  | {
+      outcome: 'rejected';
+      /** The first write in index order that was refused. */
+      index: number;
+      /** Its decision as a single write gets it; `stop` = the gateway's own refusal at `stop.index`. */
+      decision: Exclude<WriteResult, { outcome: 'applied' }> | (ClaimResult & { outcome: 'held' }) | { outcome: 'stop' };
+    };
+
 export interface CheckpointRow {
   checkpoint_id: number;
   document: Record<string, unknown>;
@@ -297,6 +354,8 @@ export interface Db extends ConsoleSessions {
   saveCheckpoint(cls: string, rid: string, role: string, document: Record<string, unknown>, author: string): Promise<{ checkpoint_id: number; record_version: number } | null>;
   /** Decide and apply a claim (HELD included, with its history row) in one round trip. */
   claim(c: ClaimWrite): Promise<ClaimResult>;
+  /** Decide and apply a transaction on one record in one round trip (its history rows included). */
+  transact(t: TransactRequest): Promise<TransactResult>;
   listClasses(): Promise<ClassRow[]>;
   /** Upsert live classes and mark every other class gone, in one transaction. */
   applyClasses(live: ClassUpsert[], refused: { name: string; reason: string }[], markGone: boolean): Promise<void>;

@@ -6,7 +6,7 @@ import * as v from 'valibot';
 import { basedOnSchema, bodyObject, declareNoPremisesSchema, resolvePremises, lenientInvocation, lenientPremises, invocationSchema, parseWith, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
-import { runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
+import { premiseError, runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
 import { valueProblem } from './values.js';
 
 export interface AppendInput {
@@ -36,7 +36,7 @@ interface AppendBody {
   invocation: Record<string, unknown> | null;
 }
 
-const appendOp: WriteOp<AppendBody> = {
+export const appendOp: WriteOp<AppendBody> = {
   op: 'append',
   // Append always needs evidence (interface: append body `evidence` required); a missing
   // one is EVIDENCE_REQUIRED at its step rather than MALFORMED, so agents learn why.
@@ -84,14 +84,38 @@ const appendOp: WriteOp<AppendBody> = {
 
   async write(b, t): Promise<Outcome> {
     const { ctx, access, field } = t;
-    const done = await writeField(
-      t,
-      { kind: 'append', op: 'append', value: b.entry, evidence: b.evidence, invocation: b.invocation, expectVersion: null, expected_version: null, requiredCheckpoints: null },
-      {},
-    );
+    const done = await writeField(t, request(b), {});
     return outcome(ctx, access, field, done);
   },
+
+  transactWrite(b, t) {
+    return { ...request(b), field: t.field, hasValue: true, based_on: t.basedOn, premises: t.premises, lease_seconds: null };
+  },
+
+  refusal(_b, t, d) {
+    if (d.outcome === 'stale_premise') return premiseError(t, d);
+    throw new Error(`append cannot be refused with ${d.outcome}`);
+  },
+
+  answer(t, w) {
+    t.ctx.metrics.write(t.access.cls.name, t.field, 'applied');
+    return { op: 'append', field: t.field, seq: w.version };
+  },
 };
+
+/** What the database decides an append on (alone: kslate_write; in a transaction: kslate_transact). */
+function request(b: AppendBody) {
+  return {
+    kind: 'append' as const,
+    op: 'append' as const,
+    value: b.entry,
+    evidence: b.evidence,
+    invocation: b.invocation,
+    expectVersion: null,
+    expected_version: null,
+    requiredCheckpoints: null,
+  };
+}
 
 export function append(ctx: Ctx, input: AppendInput): Promise<Outcome> {
   return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, appendOp);

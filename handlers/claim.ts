@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot';
 import { bodyObject, invocationSchema, lenientInvocation, parseWith, type RawBody } from './body.js';
+import type { ClaimResult } from '../db/port.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { formatTime } from './format.js';
@@ -42,7 +43,7 @@ interface ClaimBody {
   invocation: Record<string, unknown> | null;
 }
 
-const claimOp: WriteOp<ClaimBody> = {
+export const claimOp: WriteOp<ClaimBody> = {
   op: 'claim',
   needsEvidence: 'never',
 
@@ -92,27 +93,65 @@ const claimOp: WriteOp<ClaimBody> = {
       invocation: b.invocation,
     });
     ctx.metrics.claim(access.cls.name, field, r.outcome);
-    if (r.outcome === 'held') {
-      const until = formatTime(r.lease_expires_at!);
-      throw new SvcError('HELD', `Task "${field}" is held by another identity until ${until}; wait for the lease to expire or pick another task.`, {
-        field,
-        owner: r.owner,
-        lease_expires_at: until,
-        version: r.version,
-      });
-    }
-    if (r.outcome === 'takeover') ctx.metrics.takeover();
-    const body: Record<string, unknown> = { record: access.record, field };
-    if (r.lease_expires_at) {
-      body.owner = r.owner;
-      body.lease_expires_at = formatTime(r.lease_expires_at);
-    }
-    body.version = r.version;
+    if (r.outcome === 'held') throw heldError(field, r);
+    const body: Record<string, unknown> = { record: access.record, field, ...leaseAnswer(ctx, r) };
     body.record_version = r.record_version;
     if (r.took_over_from) body.took_over_from = r.took_over_from;
     return { created: r.created, body };
   },
+
+  transactWrite(b, t) {
+    return {
+      op: 'claim',
+      field: t.field,
+      kind: 'task',
+      hasValue: false,
+      evidence: null,
+      based_on: null,
+      invocation: b.invocation,
+      expectVersion: null,
+      expected_version: null,
+      premises: [],
+      requiredCheckpoints: null,
+      lease_seconds: b.lease_seconds,
+    };
+  },
+
+  refusal(_b, t, d) {
+    if (d.outcome !== 'held') throw new Error(`claim cannot be refused with ${d.outcome}`);
+    t.ctx.metrics.claim(t.access.cls.name, t.field, 'held');
+    return heldError(t.field, d);
+  },
+
+  answer(t, w) {
+    if (w.op !== 'claim') throw new Error('a claim answered as another write');
+    t.ctx.metrics.claim(t.access.cls.name, t.field, w.outcome);
+    return { op: 'claim', field: t.field, ...leaseAnswer(t.ctx, w), ...(w.took_over_from ? { took_over_from: w.took_over_from } : {}) };
+  },
 };
+
+/** 11 HELD: who holds the task and until when. */
+function heldError(field: string, r: Pick<ClaimResult, 'owner' | 'lease_expires_at' | 'version'>): SvcError {
+  const until = formatTime(r.lease_expires_at!);
+  return new SvcError('HELD', `Task "${field}" is held by another identity until ${until}; wait for the lease to expire or pick another task.`, {
+    field,
+    owner: r.owner,
+    lease_expires_at: until,
+    version: r.version,
+  });
+}
+
+/** The lease after an applied claim: owner and expiry while held (none after a release), the field version. */
+function leaseAnswer(ctx: Ctx, r: Pick<ClaimResult, 'outcome' | 'owner' | 'lease_expires_at' | 'version'>): Record<string, unknown> {
+  if (r.outcome === 'takeover') ctx.metrics.takeover();
+  const body: Record<string, unknown> = {};
+  if (r.lease_expires_at) {
+    body.owner = r.owner;
+    body.lease_expires_at = formatTime(r.lease_expires_at);
+  }
+  body.version = r.version;
+  return body;
+}
 
 export function claim(ctx: Ctx, input: ClaimInput): Promise<Outcome> {
   return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, claimOp);

@@ -13,6 +13,7 @@ import { history, type HistoryInput } from './history.js';
 import { put, putBody, type PutInput } from './put.js';
 import { append, appendBody, type AppendInput } from './append.js';
 import { claim, claimBody, type ClaimInput } from './claim.js';
+import { transaction, transactionBody, MAX_TRANSACTION_WRITES, type TransactionInput } from './transaction.js';
 import { checkpointSave, saveBody, type CheckpointSaveInput } from './checkpoint-save.js';
 import { checkpointLoad, loadParams, type CheckpointLoadInput } from './checkpoint-load.js';
 import { query, queryParams, QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, type QueryInput } from './query.js';
@@ -278,6 +279,30 @@ export const operations = {
     write: true,
     handler: put,
     fromHttp: ({ params, body, names }) => ({ class: params.class, id: params.id, field: params.field, body, params: names }),
+  }),
+  transaction: op<TransactionInput>({
+    name: 'transaction',
+    // An addition (issue 33).
+    grpc: 'Transact',
+    mcp: {
+      tool: 'svc_transaction',
+      title: 'Write several fields of one record at once (all or nothing)',
+      description: [
+        `Apply 1 to ${MAX_TRANSACTION_WRITES} writes to one record together: either every write is applied, with one new record_version, or none is.`,
+        '`writes`: in order, each {"op":"put","field","value","expected_version"} (as svc_put), {"op":"append","field","entry","evidence"} (as svc_append) or {"op":"claim","field","lease_seconds","renew"} (as svc_claim).',
+        'Each write is checked as it would be alone, against the record as the earlier writes leave it: e.g. claim a task, then put with based_on [{"field":"<task>","version":<the task version + 1>,"kind":"fence"}] (the version the claim gives it).',
+        '`based_on`, `evidence` and `invocation` at the top level apply to every write that has none of its own.',
+        'Returns {record, record_version, transaction, writes: [{op, field, version | seq | owner...}]}.',
+        'A refusal is the error the failing write alone would get (STALE, HELD, STALE_PREMISE, ...) plus `index`, the failing write; nothing was written.',
+      ],
+      annotations: { destructiveHint: true, idempotentHint: false, ...CLOSED },
+      args: without(transactionBody.entries, JSON_PREMISES),
+    },
+    method: 'POST',
+    path: '/v1/records/:class/:id/transactions',
+    write: true,
+    handler: transaction,
+    fromHttp: ({ params, body, names }) => ({ class: params.class, id: params.id, body, params: names }),
   }),
 };
 

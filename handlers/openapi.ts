@@ -21,6 +21,7 @@ import { historyParams } from './history.js';
 import { operations, type Operation } from './index.js';
 import { MAX_SCOPE_BYTES } from './pipeline.js';
 import { putBody } from './put.js';
+import { transactionBody } from './transaction.js';
 import { queryParams } from './query.js';
 import {
   appendResponse,
@@ -35,6 +36,7 @@ import {
   historyResponse,
   putResponse,
   queryResponse,
+  transactionResponse,
   RESPONSE_SCHEMAS,
 } from './responses.js';
 
@@ -253,6 +255,23 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
       'IDENTITY_MISMATCH', 'EVIDENCE_REQUIRED', 'STALE', 'INVALID_CHECKPOINT', 'STALE_PREMISE', ...FAULTS,
     ],
   },
+  transaction: {
+    tag: 'records',
+    summary: 'Write several fields of one record, all or nothing',
+    description:
+      'Puts, appends and claims (1 to 64) applied in order with one new record_version, or none. Each write is checked as it would be alone, against the record as the earlier writes leave it; a refusal is the failing write\'s own error body plus `index`. History keeps one row per write with the transaction\'s id (docs/api.md, Transactions).',
+    scope: true,
+    body: { schema: transactionBody, required: true },
+    responses: {
+      200: { description: 'Every write was applied.', schema: transactionResponse },
+      201: { ...created('Every write was applied'), schema: transactionResponse },
+    },
+    errors: [
+      'NOT_FOUND', 'NO_ROLE', 'CLASS_GONE', 'MALFORMED', 'UNKNOWN_FIELD', 'SCOPE_DENIED', 'WEAK_IDENTITY', 'NOT_WRITABLE',
+      'NOT_APPEND_FIELD', 'NOT_TASK_FIELD', 'IDENTITY_MISMATCH', 'HELD', 'EVIDENCE_REQUIRED', 'STALE', 'INVALID_CHECKPOINT',
+      'STALE_PREMISE', ...FAULTS,
+    ],
+  },
 };
 
 /** The request bodies and the request premise, by component name. */
@@ -261,6 +280,7 @@ const REQUEST_SCHEMAS: Record<string, v.GenericSchema> = {
   PutBody: putBody,
   AppendBody: appendBody,
   ClaimBody: claimBody,
+  TransactionBody: transactionBody,
   CheckpointSaveBody: saveBody,
 };
 

@@ -14,7 +14,7 @@
  *                                                         INVALID_CHECKPOINT (gate)
  *                                                      14 STALE_PREMISE   ┘
  */
-import type { FieldRow, HistoryInsert, HistoryValue, StoredPremise, WriteRequest, WriteResult } from '../db/port.js';
+import type { FieldRow, HistoryInsert, HistoryValue, StoredPremise, TransactApplied, TransactResult, TransactWrite, WriteRequest, WriteResult } from '../db/port.js';
 import { lenientObject, textProblem, type RawBody } from './body.js';
 import { rolesOf, type CompiledClass, type CompiledRole } from './class-registry.js';
 import type { Ctx } from './context.js';
@@ -255,6 +255,12 @@ export interface WriteOp<B> {
    * turned into the answer.
    */
   write(b: B, t: WriteTarget): Promise<Outcome>;
+  /** In a transaction (handlers/transaction.ts): what kslate_transact needs of this write. */
+  transactWrite(b: B, t: WriteTarget): Omit<TransactWrite, 'kept'>;
+  /** In a transaction: the error this write alone would get for a decision under the lock. */
+  refusal(b: B, t: WriteTarget, d: Extract<TransactResult, { outcome: 'rejected' }>['decision']): SvcError;
+  /** In a transaction: this write's part of the answer (the single write's body without record and record_version). */
+  answer(t: WriteTarget, w: TransactApplied): Record<string, unknown>;
 }
 
 /** Where a write goes, once every check before the lock has passed. */
@@ -293,77 +299,122 @@ export async function runWrite<B>(ctx: Ctx, input: WriteInput, op: WriteOp<B>): 
   const { className, id, field } = input;
   const access = await authorize(ctx, className, 'write', id); // 2–4
   checkRecordId(access, id); // 5
-  ctx.trace.field = UNKNOWN_LABEL;
-  const def = resolveField(access, field); // 6
-  ctx.trace.field = field;
-
-  const reject = async (error: SvcError, outcome: string): Promise<never> => {
-    const facts = op.lenient(lenientObject(input.body));
-    await ctx.db.insertRejection(await historyRow(ctx, className, id, field, op.op, outcome, facts));
-    throw error;
-  };
-
-  if (!canWrite(access, field)) {
-    // 7: a write outside the role leaves a history row, then SCOPE_DENIED.
-    await reject(
-      new SvcError('SCOPE_DENIED', `Your role in class "${className}" may not write field "${field}".`, {
-        record: access.record,
-        field,
-      }),
-      'scope_denied',
-    );
-  }
-  const weakErr = strengthRejection(ctx, access, field, def); // 8
-  if (weakErr) await reject(weakErr, 'weak_identity');
-
-  const kindErr = op.kindError(access, field, def); // 9
-  if (kindErr) throw kindErr;
-
-  const mismatch = await scopeMismatch(ctx, access, field); // 10
-  if (mismatch) {
-    if (mismatch.code === 'MALFORMED') throw mismatch;
-    await reject(mismatch, 'identity_mismatch');
-  }
-
-  checkParams(input.params, [], { record: access.record, field }, `${op.op}`); // MALFORMED parameters
-  const b = op.parse(input.body, access, field, def); // MALFORMED body
-  const explicit = op.premises(b);
-  for (const p of explicit ?? []) {
-    // decisions §3: a premise on an unknown field is UNKNOWN_FIELD, on an unreadable one SCOPE_DENIED.
-    const pdef = resolveField(access, p.field);
-    requireReadable(access, p.field);
-    if (p.kind === 'fence' && pdef.kind !== 'task') {
-      throw new SvcError('MALFORMED', `A fence premise must name a task field; "${p.field}" is ${pdef.kind}.`, {
-        record: access.record,
-        field,
-      });
-    }
-  }
-  op.checkValue?.(b, access, field, def); // type and enum
-
-  // No `based_on` key: premises are inferred from this scope's reads (put and append only).
-  const premises =
-    explicit ??
-    (op.op === 'claim'
-      ? []
-      : (await inferPremises(ctx, className, id, field)).filter((p) => access.cls.fields.has(p.field) && canRead(access, p.field)));
-  const basedOn = explicit ?? (premises.length > 0 ? premises : null);
-  const facts: WriteFacts = { ...op.facts(b), based_on: basedOn };
-
-  const wantsEvidence =
-    op.needsEvidence === 'always' || (op.needsEvidence === 'class' && (access.cls.spec.requireEvidence || def.requireEvidence));
-  const evidenceMissing = wantsEvidence && (typeof facts.evidence !== 'string' || facts.evidence.trim() === '');
-
-  // 11 HELD is claim's alone and decided in its statement; 12 needs nothing of the record.
-  if (evidenceMissing) {
-    await ctx.db.insertRejection(await historyRow(ctx, className, id, field, op.op, 'evidence_required', facts));
-    throw evidenceError(access, field);
+  const p = await prepareWrite(ctx, access, id, field, input.body, op, {
+    params: input.params,
+    mismatch: () => scopeMismatch(ctx, access, field),
+    infer: async () =>
+      (await inferPremises(ctx, className, id, field)).filter((q) => access.cls.fields.has(q.field) && canRead(access, q.field)),
+  });
+  if (!p.ok) {
+    // A rejection decided before the lock leaves its history row (scope, identity, evidence).
+    if (p.outcome !== null) await ctx.db.insertRejection(await historyRow(ctx, className, id, field, op.op, p.outcome, p.facts));
+    throw p.error;
   }
   // 13, the resolve gate and 14 (a claim: 11) under the record's lock, in one statement that
   // applies the write or writes the rejection's history row.
-  const result = await op.write(b, { ctx, access, id, field, def, premises, basedOn });
+  const result = await op.write(p.b, p.t);
   await recordOwnWrite(ctx, className, id, field, op.op, result);
   return result;
+}
+
+/** A write that passed every check before the lock, or the first check it failed. */
+export type Prepared<B> =
+  | { ok: true; b: B; t: WriteTarget; facts: WriteFacts }
+  | {
+      ok: false;
+      error: SvcError;
+      /** The history outcome of the rejection; null when it leaves no history row (MALFORMED, UNKNOWN_FIELD, kind). */
+      outcome: string | null;
+      /** What the rejection's history row records. */
+      facts: WriteFacts;
+    };
+
+/** What a single write and a write inside a transaction (handlers/transaction.ts) do differently before the lock. */
+export interface PrepareHooks {
+  /** Query parameters sent (a transaction checks its own once). */
+  params?: readonly string[];
+  /** Step 10 (a transaction asks once for all its writes). */
+  mismatch(): Promise<SvcError | null>;
+  /** The premises inferred from the scope's reads when the body has no `based_on`. */
+  infer(): Promise<StoredPremise[]>;
+}
+
+/**
+ * Steps 6–12 of one write, in the order of the specification: every check that needs nothing
+ * of the record's state. The one text of these rules for put, append, claim, alone or in a
+ * transaction. Any SvcError a check raises is returned, with whether it leaves a history row.
+ */
+export async function prepareWrite<B>(
+  ctx: Ctx,
+  access: Access,
+  id: string,
+  field: string,
+  body: RawBody,
+  op: WriteOp<B>,
+  hooks: PrepareHooks,
+): Promise<Prepared<B>> {
+  const refused = (error: SvcError, outcome: string | null, facts?: WriteFacts): Prepared<B> => ({
+    ok: false,
+    error,
+    outcome,
+    facts: facts ?? op.lenient(lenientObject(body)),
+  });
+  try {
+    ctx.trace.field = UNKNOWN_LABEL;
+    const def = resolveField(access, field); // 6
+    ctx.trace.field = field;
+
+    if (!canWrite(access, field)) {
+      // 7: a write outside the role leaves a history row, then SCOPE_DENIED.
+      return refused(
+        new SvcError('SCOPE_DENIED', `Your role in class "${access.cls.name}" may not write field "${field}".`, {
+          record: access.record,
+          field,
+        }),
+        'scope_denied',
+      );
+    }
+    const weakErr = strengthRejection(ctx, access, field, def); // 8
+    if (weakErr) return refused(weakErr, 'weak_identity');
+
+    const kindErr = op.kindError(access, field, def); // 9
+    if (kindErr) return refused(kindErr, null);
+
+    const mismatch = await hooks.mismatch(); // 10
+    if (mismatch) return refused(mismatch, mismatch.code === 'MALFORMED' ? null : 'identity_mismatch');
+
+    checkParams(hooks.params, [], { record: access.record, field }, `${op.op}`); // MALFORMED parameters
+    const b = op.parse(body, access, field, def); // MALFORMED body
+    const explicit = op.premises(b);
+    for (const p of explicit ?? []) {
+      // decisions §3: a premise on an unknown field is UNKNOWN_FIELD, on an unreadable one SCOPE_DENIED.
+      const pdef = resolveField(access, p.field);
+      requireReadable(access, p.field);
+      if (p.kind === 'fence' && pdef.kind !== 'task') {
+        throw new SvcError('MALFORMED', `A fence premise must name a task field; "${p.field}" is ${pdef.kind}.`, {
+          record: access.record,
+          field,
+        });
+      }
+    }
+    op.checkValue?.(b, access, field, def); // type and enum
+
+    // No `based_on` key: premises are inferred from this scope's reads (put and append only).
+    const premises = explicit ?? (op.op === 'claim' ? [] : await hooks.infer());
+    const basedOn = explicit ?? (premises.length > 0 ? premises : null);
+    const facts: WriteFacts = { ...op.facts(b), based_on: basedOn };
+
+    const wantsEvidence =
+      op.needsEvidence === 'always' || (op.needsEvidence === 'class' && (access.cls.spec.requireEvidence || def.requireEvidence));
+    const evidenceMissing = wantsEvidence && (typeof facts.evidence !== 'string' || facts.evidence.trim() === '');
+
+    // 11 HELD is claim's alone and decided in its statement; 12 needs nothing of the record.
+    if (evidenceMissing) return refused(evidenceError(access, field), 'evidence_required', facts);
+    return { ok: true, b, t: { ctx, access, id, field, def, premises, basedOn }, facts };
+  } catch (e) {
+    if (e instanceof SvcError) return refused(e, null);
+    throw e;
+  }
 }
 
 /** The writer knows the version it just wrote: later inferred premises start from it. */
@@ -421,7 +472,7 @@ export async function writeField(
 }
 
 /** 14 STALE_PREMISE: the premises that moved since the writer read them (a fence: or its lease is gone). */
-function premiseError(t: WriteTarget, r: Extract<WriteResult, { outcome: 'stale_premise' }>): SvcError {
+export function premiseError(t: Pick<WriteTarget, 'access' | 'field' | 'premises'>, r: Extract<WriteResult, { outcome: 'stale_premise' }>): SvcError {
   const { moved } = r;
   return new SvcError(
     'STALE_PREMISE',
@@ -450,15 +501,7 @@ export async function historyRow(
   outcome: string,
   facts: WriteFacts,
 ): Promise<HistoryInsert> {
-  let value: HistoryValue = { kind: 'none' };
-  if (facts.hasValue) {
-    const text = JSON.stringify(facts.value);
-    const size = byteLength(text);
-    value =
-      size > 64 * KIB
-        ? { kind: 'digest', size, sha256: await sha256Hex(text) }
-        : { kind: 'whole', value: facts.value };
-  }
+  const value = await keptValue(facts);
   return {
     class: cls,
     rid,
@@ -473,6 +516,14 @@ export async function historyRow(
     based_on: facts.based_on ?? null,
     invocation: facts.invocation ?? null,
   };
+}
+
+/** The value a refused write's history row keeps: up to 64 KiB whole, then its size and SHA-256. */
+export async function keptValue(facts: WriteFacts): Promise<HistoryValue> {
+  if (!facts.hasValue) return { kind: 'none' };
+  const text = JSON.stringify(facts.value);
+  const size = byteLength(text);
+  return size > 64 * KIB ? { kind: 'digest', size, sha256: await sha256Hex(text) } : { kind: 'whole', value: facts.value };
 }
 
 /**

@@ -11,7 +11,7 @@ import { basedOnSchema, bodyObject, issuesMessage, declareNoPremisesSchema, reso
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { byteLength, formatTime, KIB } from './format.js';
-import { canRead, runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
+import { canRead, premiseError, runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp, type WriteTarget } from './pipeline.js';
 import { valueProblem } from './values.js';
 
 export interface PutInput {
@@ -66,7 +66,7 @@ export function staleDiff(current: unknown, proposed: unknown): string {
   }) ?? '';
 }
 
-const putOp: WriteOp<PutBody> = {
+export const putOp: WriteOp<PutBody> = {
   op: 'put',
   needsEvidence: 'class',
 
@@ -142,27 +142,50 @@ const putOp: WriteOp<PutBody> = {
   },
 
   async write(b, t): Promise<Outcome> {
-    const { ctx, access, field, def } = t;
-    const done = await writeField(
-      t,
-      {
-        kind: def.kind as 'versioned' | 'soft',
-        op: 'put',
-        value: b.value,
-        evidence: b.evidence,
-        invocation: b.invocation,
-        expectVersion: b.soft ? null : b.expected_version,
-        expected_version: b.expected_version,
-        requiredCheckpoints: gated(b, access, field) ? (access.cls.spec.checkpoint?.requiredForResolve ?? []) : null,
-      },
-      {
-        stale: (r) => staleError(r.current ?? undefined, b, access, field, r.current_version),
-        gate: (missing) => gateError(access, field, missing),
-      },
-    );
+    const { ctx, access, field } = t;
+    const done = await writeField(t, request(b, t), {
+      stale: (r) => staleError(r.current ?? undefined, b, access, field, r.current_version),
+      gate: (missing) => gateError(access, field, missing),
+    });
     return outcome(ctx, access, field, done);
   },
+
+  transactWrite(b, t) {
+    return { ...request(b, t), field: t.field, hasValue: true, based_on: t.basedOn, premises: t.premises, lease_seconds: null };
+  },
+
+  refusal(b, t, d) {
+    switch (d.outcome) {
+      case 'stale':
+        return staleError(d.current ?? undefined, b, t.access, t.field, d.current_version);
+      case 'invalid_checkpoint':
+        return gateError(t.access, t.field, d.missing);
+      case 'stale_premise':
+        return premiseError(t, d);
+      default:
+        throw new Error(`put cannot be refused with ${d.outcome}`);
+    }
+  },
+
+  answer(t, w) {
+    t.ctx.metrics.write(t.access.cls.name, t.field, 'applied');
+    return { op: 'put', field: t.field, version: w.version };
+  },
 };
+
+/** What the database decides a put on (alone: kslate_write; in a transaction: kslate_transact). */
+function request(b: PutBody, t: WriteTarget) {
+  return {
+    kind: t.def.kind as 'versioned' | 'soft',
+    op: 'put' as const,
+    value: b.value,
+    evidence: b.evidence,
+    invocation: b.invocation,
+    expectVersion: b.soft ? null : b.expected_version,
+    expected_version: b.expected_version,
+    requiredCheckpoints: gated(b, t.access, t.field) ? (t.access.cls.spec.checkpoint?.requiredForResolve ?? []) : null,
+  };
+}
 
 /** Whether the resolve gate applies: status set to resolved where the class requires checkpoints. */
 function gated(b: PutBody, access: Access, field: string): boolean {

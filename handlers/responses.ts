@@ -132,6 +132,26 @@ export const claimResponse = v.strictObject({
   took_over_from: v.optional(v.pipe(author, d('The previous owner, whose lease had expired.'))),
 });
 
+export const transactionResponse = v.strictObject({
+  record,
+  record_version: v.pipe(recordVersion, d('The one record version every write of the transaction got.')),
+  transaction: v.pipe(v.string(), d('The id of the transaction, on each of its history rows.')),
+  writes: v.pipe(
+    v.array(
+      v.strictObject({
+        op: v.picklist(['put', 'append', 'claim']),
+        field,
+        version: v.optional(version),
+        seq: v.optional(count),
+        owner: v.optional(author),
+        lease_expires_at: v.optional(timestamp),
+        took_over_from: v.optional(author),
+      }),
+    ),
+    d("Each write's answer in order, as the single write answers without record and record_version."),
+  ),
+});
+
 export const checkpointSaveResponse = v.strictObject({
   record,
   role: v.string(),
@@ -159,6 +179,8 @@ export const HISTORY_OUTCOMES = [
   'weak_identity',
   'evidence_required',
   'identity_mismatch',
+  // A write of a refused transaction (issue 33): not applied because the write at failed_index was refused.
+  'not_applied',
 ] as const;
 
 export const historyRow = v.strictObject({
@@ -176,6 +198,16 @@ export const historyRow = v.strictObject({
   expected_version: v.optional(count),
   based_on: basedOn,
   invocation,
+  transaction: v.optional(
+    v.pipe(
+      v.strictObject({
+        id: v.pipe(v.string(), d('The transaction that made this attempt.')),
+        index: v.pipe(count, d('Which write of the transaction (from 0).')),
+        failed_index: v.optional(v.pipe(count, d('On a not_applied row: the write whose refusal refused the transaction.'))),
+      }),
+      d('Rows of a transaction (docs/api.md, transaction): one per write.'),
+    ),
+  ),
   outcome: v.picklist(HISTORY_OUTCOMES),
   created_at: timestamp,
 });
@@ -246,11 +278,22 @@ const ERROR_EXTRAS: Record<ErrorCode, v.ObjectEntries> = {
 
 type ErrorBodySchema = ReturnType<typeof errorBody>;
 
+/** The codes a write of a transaction can be refused with: its body then carries `index` too. */
+const WRITE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'MALFORMED', 'UNKNOWN_FIELD', 'SCOPE_DENIED', 'WEAK_IDENTITY', 'NOT_WRITABLE', 'NOT_APPEND_FIELD', 'NOT_TASK_FIELD',
+  'IDENTITY_MISMATCH', 'HELD', 'EVIDENCE_REQUIRED', 'STALE', 'INVALID_CHECKPOINT', 'STALE_PREMISE',
+]);
+
+const TX_INDEX = {
+  index: v.optional(v.pipe(v.number(), v.integer(), d('A transaction: which write (from 0) was refused; nothing was written.'))),
+};
+
 function errorBody(code: ErrorCode, extra: v.ObjectEntries) {
   return v.strictObject({
     error: v.literal(code),
     message: v.pipe(v.string(), d('What happened and what to do, in one or two sentences (at most 1,024 characters).')),
     ...extra,
+    ...(WRITE_CODES.has(code) ? TX_INDEX : {}) as v.ObjectEntries,
   });
 }
 
@@ -287,6 +330,7 @@ export const RESPONSE_SCHEMAS: Record<string, v.GenericSchema> = {
   PutResponse: putResponse,
   AppendResponse: appendResponse,
   ClaimResponse: claimResponse,
+  TransactionResponse: transactionResponse,
   CheckpointSaveResponse: checkpointSaveResponse,
   CheckpointLoadResponse: checkpointLoadResponse,
   HistoryRow: historyRow,

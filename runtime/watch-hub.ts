@@ -94,6 +94,8 @@ class Sub implements Subscription {
   lastRv = 0;
   /** record: the history id of the last change delivered (ids rise with a record's versions). */
   lastId = 0;
+  /** The transaction of the last change sent (a transaction's changes share one record_version, issue 33). */
+  lastTx: string | null = null;
   /** `catchup` until its own reads reach the hub's position (or fill a gap), then `live`. */
   mode: 'catchup' | 'live' = 'catchup';
   /** class: the hub's position when it subscribed, where its own reads stop. */
@@ -168,10 +170,12 @@ class Sub implements Subscription {
    */
   private accept(row: ChangeRow): boolean {
     if (this.from.kind === 'record') {
-      if (row.record_version <= this.lastRv) {
+      // Another change of the transaction just sent: the same record_version, a later row.
+      const sameTx = row.record_version === this.lastRv && row.tx !== null && row.tx === this.lastTx;
+      if (row.record_version <= this.lastRv && !(sameTx && row.id > this.lastId)) {
         // A newer row at an old version: the record expired and was written again, a new
         // record whose versions start at 1; this stream's ids no longer name its changes.
-        if (this.lastId > 0 && row.id > this.lastId) this.end('recreated');
+        if (this.lastId > 0 && row.id > this.lastId && !sameTx) this.end('recreated');
         return false;
       }
       if (row.record_version > this.lastRv + 1) {
@@ -181,6 +185,7 @@ class Sub implements Subscription {
       }
       this.lastRv = row.record_version;
       this.lastId = row.id;
+      this.lastTx = row.tx;
     } else {
       if (this.lastPos && comparePos(posOf(row), this.lastPos) <= 0) return false;
       this.lastPos = posOf(row);
@@ -284,8 +289,14 @@ class Sub implements Subscription {
         // The first read also takes the row at the start version, only for its id (see accept).
         const learn = this.lastId === 0 && this.lastRv > 0;
         rows = await this.hub.log.readRecordChanges(this.from.class, this.from.rid, this.lastRv - (learn ? 1 : 0), { limit: batch, maxBytes: page });
-        if (learn && rows[0]?.record_version === this.lastRv) this.lastId = rows.shift()!.id;
-        else if (learn) this.lastId = -1; // nothing at that version (yet): nothing to learn
+        if (learn && rows[0]?.record_version === this.lastRv) {
+          // Every change at the start version (a transaction's are several) is already known.
+          while (rows[0]?.record_version === this.lastRv) {
+            const known = rows.shift()!;
+            this.lastId = known.id;
+            this.lastTx = known.tx;
+          }
+        } else if (learn) this.lastId = -1; // nothing at that version (yet): nothing to learn
       } else {
         const read = await this.hub.log.readLog([this.from.class], this.lastPos!, { upTo: this.target, limit: batch, maxBytes: page });
         rows = read.rows;
@@ -305,6 +316,7 @@ class Sub implements Subscription {
       if (this.from.kind === 'record') {
         this.lastRv = r.record_version;
         this.lastId = r.id;
+        this.lastTx = r.tx;
       } else this.lastPos = posOf(r);
       this.queue.push(r);
       this.own.add(r);
@@ -317,7 +329,7 @@ class Sub implements Subscription {
     if (this.from.kind === 'class' && this.target && comparePos(this.target, this.lastPos!) > 0) this.lastPos = this.target;
     this.mode = 'live';
     const pending = this.buffer.splice(0);
-    if (this.from.kind === 'record') pending.sort((a, b) => a.record_version - b.record_version);
+    if (this.from.kind === 'record') pending.sort((a, b) => a.record_version - b.record_version || a.id - b.id);
     for (const r of pending) this.bytes -= r.bytes;
     for (const r of pending) {
       if (this.mode !== 'live') {

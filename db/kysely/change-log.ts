@@ -92,17 +92,22 @@ export async function readRecordChanges(
 ): Promise<ChangeRow[]> {
   const res = await sql<ChangeColumns>`
     select ${CHANGE_COLUMNS_OF_X} from (
-      select y.*, sum(y.sz) over w as running, row_number() over w as rn
+      select y.*, sum(y.sz) over w as running, dense_rank() over w as rn
       from (
         select ${CHANGE_COLUMNS}
         from history h
         where h.class = ${cls} and h.rid = ${rid} and h.outcome = 'applied'
           and h.record_version > ${afterRecordVersion} and ${notPurged(cls, rid, sql`h.id`)}
-        order by h.record_version
-        limit ${opts.limit}) y
+          -- Whole record versions only: a transaction's changes share one (issue 33), and a
+          -- page never ends inside it (the window's peers count together).
+          and h.record_version in (
+            select h2.record_version from history h2
+            where h2.class = ${cls} and h2.rid = ${rid} and h2.outcome = 'applied'
+              and h2.record_version > ${afterRecordVersion}
+            group by h2.record_version order by h2.record_version limit ${opts.limit})) y
       window w as (order by y.record_version)) x
     where x.running <= ${opts.maxBytes} or x.rn = 1
-    order by x.record_version`.execute(db);
+    order by x.record_version, x.id`.execute(db);
   return res.rows.map(mapChange);
 }
 

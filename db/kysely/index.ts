@@ -18,6 +18,7 @@ import type pg from 'pg';
 import type {
   ChangeLog,
   ClaimWrite,
+  TransactRequest,
   ClassUpsert,
   Db,
   DbSession,
@@ -222,6 +223,10 @@ export class PgDb implements Db, SweepDb, ChangeLog {
 
   claim(c: ClaimWrite) {
     return this.write((s) => writes.claim(s, c));
+  }
+
+  transact(t: TransactRequest) {
+    return this.write((s) => writes.transact(s, t));
   }
 
   saveCheckpoint(cls: string, rid: string, role: string, document: Record<string, unknown>, author: string) {

@@ -5,7 +5,7 @@
  * before the lock.
  */
 import { sql, type Kysely } from 'kysely';
-import type { ClaimResult, ClaimWrite, HistoryInsert, WriteRequest, WriteResult } from '../port.js';
+import type { ClaimResult, ClaimWrite, HistoryInsert, TransactRequest, TransactResult, WriteRequest, WriteResult } from '../port.js';
 import { j, type Statements } from './conn.js';
 import type { Database } from './schema.js';
 
@@ -136,4 +136,96 @@ export async function insertRejection(db: Kysely<Database>, row: HistoryInsert):
       ${v.kind === 'whole' ? j(v.value) : null}, ${v.kind === 'digest' ? v.size : null}::integer, ${v.kind === 'digest' ? v.sha256 : null},
       ${row.author}, ${row.identity_strength}, ${row.evidence ?? null}, ${row.expected_version ?? null}::bigint,
       ${j(row.based_on ?? null)}, ${j(row.invocation ?? null)}, null)`.execute(db);
+}
+
+/** The transaction of migration 0012, named: every write decided and applied, or none, in one statement. */
+export const TRANSACT = {
+  name: 'kslate_transact',
+  text:
+    'select outcome, idx, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, owner, lease_expires_ms, took_over_from ' +
+    'from kslate_transact($1, $2, $3::uuid, $4, $5, $6::jsonb, $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::integer, $15)',
+};
+
+/** A row of kslate_transact (TRANSACT): one per applied write, or the one rejection. */
+interface TransactRow extends Omit<WriteRow, 'outcome'> {
+  outcome: WriteRow['outcome'] | ClaimResult['outcome'] | 'stop';
+  idx: number;
+  owner: string | null;
+  lease_expires_ms: number | null;
+  took_over_from: string | null;
+}
+
+export async function transact(c: Statements, t: TransactRequest): Promise<TransactResult> {
+  const ws = t.writes;
+  const res = await c.exec<TransactRow>(TRANSACT.name, TRANSACT.text, [
+    t.class,
+    t.rid,
+    t.txn,
+    t.author,
+    t.identity_strength,
+    JSON.stringify(
+      ws.map((w) => ({
+        op: w.op,
+        field: w.field,
+        kind: w.kind,
+        expect: w.expectVersion,
+        premises: w.premises.length > 0 ? w.premises : null,
+        gate: w.requiredCheckpoints,
+        hist_expected: w.expected_version,
+        lease: w.lease_seconds,
+      })),
+    ),
+    ws.map((w) => (w.hasValue ? j(w.value) : null)),
+    ws.map((w) => w.evidence),
+    ws.map((w) => j(w.based_on)),
+    ws.map((w) => j(w.invocation)),
+    ws.map((w) => (w.kept.kind === 'whole' ? j(w.kept.value) : null)),
+    ws.map((w) => (w.kept.kind === 'digest' ? w.kept.size : null)),
+    ws.map((w) => (w.kept.kind === 'digest' ? w.kept.sha256 : null)),
+    t.stop?.index ?? null,
+    t.stop?.outcome ?? null,
+  ]);
+  const rows = res.rows;
+  const first = rows[0];
+  if (!first) throw new Error('kslate_transact answered no row');
+  switch (first.outcome) {
+    case 'stop':
+      return { outcome: 'rejected', index: first.idx, decision: { outcome: 'stop' } };
+    case 'held':
+      return {
+        outcome: 'rejected',
+        index: first.idx,
+        decision: {
+          outcome: 'held',
+          version: first.version,
+          record_version: first.record_version,
+          created: false,
+          owner: first.owner,
+          lease_expires_at: first.lease_expires_ms === null ? null : new Date(first.lease_expires_ms),
+          took_over_from: null,
+        },
+      };
+    case 'stale':
+    case 'stale_premise':
+    case 'invalid_checkpoint':
+      return { outcome: 'rejected', index: first.idx, decision: writeResult(first as WriteRow) as Exclude<WriteResult, { outcome: 'applied' }> };
+  }
+  if (first.record_version === null) throw new Error('kslate_transact applied writes without a record version');
+  return {
+    outcome: 'applied',
+    record_version: first.record_version,
+    created: first.created,
+    writes: rows.map((r) =>
+      r.outcome === 'applied'
+        ? { op: ws[r.idx].op as 'put' | 'append', version: r.version }
+        : {
+            op: 'claim' as const,
+            outcome: r.outcome as ClaimResult['outcome'],
+            version: r.version,
+            owner: r.owner,
+            lease_expires_at: r.lease_expires_ms === null ? null : new Date(r.lease_expires_ms),
+            took_over_from: r.took_over_from,
+          },
+    ),
+  };
 }

@@ -23,6 +23,7 @@ import type { HistoryResult } from './generated/svc/v1/HistoryResult.js';
 import type { Premise, Premise__Output } from './generated/svc/v1/Premise.js';
 import type { QueryResult } from './generated/svc/v1/QueryResult.js';
 import type { Record as RecordMsg } from './generated/svc/v1/Record.js';
+import type { TransactResult } from './generated/svc/v1/TransactResult.js';
 import type { WriteResult } from './generated/svc/v1/WriteResult.js';
 
 /** A decoded message that has no JSON form; `path` names where (e.g. `value.items[2]`). */
@@ -206,6 +207,25 @@ export function claimResultMsg({ created, body }: Outcome): ClaimResult {
     version: num(body.version),
     record_version: num(body.record_version),
     ...optional('took_over_from', body.took_over_from),
+    created: created === true,
+  };
+}
+
+export function transactResultMsg({ created, body }: Outcome): TransactResult {
+  const writes = Array.isArray(body.writes) ? (body.writes as Obj[]) : [];
+  return {
+    record: str(body.record),
+    record_version: num(body.record_version),
+    transaction: str(body.transaction),
+    writes: writes.map((w) => ({
+      op: str(w.op),
+      field: str(w.field),
+      ...optionalNum('version', w.version),
+      ...optionalNum('seq', w.seq),
+      ...optional('owner', w.owner),
+      ...optional('lease_expires_at', w.lease_expires_at),
+      ...optional('took_over_from', w.took_over_from),
+    })),
     created: created === true,
   };
 }

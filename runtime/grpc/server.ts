@@ -27,6 +27,7 @@ import type { GetInput } from '../../handlers/get.js';
 import type { HistoryInput } from '../../handlers/history.js';
 import type { PutInput } from '../../handlers/put.js';
 import type { QueryInput } from '../../handlers/query.js';
+import type { TransactionInput } from '../../handlers/transaction.js';
 import type { Services } from '../services.js';
 import { authenticateRequest, clientAddress, runRequest } from '../request.js';
 import { requestIdFrom } from '../http/env.js';
@@ -37,6 +38,7 @@ import {
   checkpointLoadResultMsg,
   checkpointSaveResultMsg,
   claimResultMsg,
+  transactResultMsg,
   historyResultMsg,
   jsonToStruct,
   NotJsonError,
@@ -59,6 +61,8 @@ import type { HistoryRequest__Output } from './generated/svc/v1/HistoryRequest.j
 import type { Premise__Output } from './generated/svc/v1/Premise.js';
 import type { PutRequest__Output } from './generated/svc/v1/PutRequest.js';
 import type { QueryRequest__Output } from './generated/svc/v1/QueryRequest.js';
+import type { TransactRequest__Output } from './generated/svc/v1/TransactRequest.js';
+import type { TransactWrite__Output } from './generated/svc/v1/TransactWrite.js';
 import { resetterOf, resetters, watchRpc } from './watch.js';
 import { watchOperations } from '../../handlers/watch.js';
 import { beginCall } from './call-log.js';
@@ -271,6 +275,20 @@ export async function startGrpc(
           ...(msg.renew ? { renew: true } : {}),
         })),
       claimResultMsg,
+    ),
+    transaction: codec<TransactRequest__Output, TransactionInput>(
+      (msg, oversized) => ({
+        ...splitRecord(msg.record),
+        body: oversized
+          ? tooLarge()
+          : jsonBody(() => ({
+              writes: msg.writes.map(transactWrite),
+              ...premises(msg.based_on, msg.declare_no_premises),
+              ...(msg.evidence !== undefined ? { evidence: msg.evidence } : {}),
+              ...(msg.invocation !== null ? { invocation: structToJson(msg.invocation!, 'invocation') } : {}),
+            })),
+      }),
+      transactResultMsg,
     ),
     checkpointSave: codec<CheckpointSaveRequest__Output, CheckpointSaveInput>(
       (msg, oversized) => ({
@@ -607,6 +625,22 @@ async function listenGrpc(
 export function splitRecord(record: string): { class: string; id: string } {
   const i = record.indexOf('/');
   return i < 0 ? { class: record, id: '' } : { class: record.slice(0, i), id: record.slice(i + 1) };
+}
+
+/** One write of a Transact request as the JSON write of an HTTP transaction: only the keys the message sets. */
+function transactWrite(w: TransactWrite__Output, i: number): Record<string, unknown> {
+  return {
+    op: w.op,
+    field: w.field,
+    ...(w.value !== null ? { value: valueToJson(w.value!, `writes[${i}].value`) } : {}),
+    ...(w.expected_version !== undefined ? { expected_version: w.expected_version } : {}),
+    ...(w.entry !== null ? { entry: valueToJson(w.entry!, `writes[${i}].entry`) } : {}),
+    ...(w.evidence !== undefined ? { evidence: w.evidence } : {}),
+    ...premises(w.based_on, w.declare_no_premises),
+    ...(w.invocation !== null ? { invocation: structToJson(w.invocation!, `writes[${i}].invocation`) } : {}),
+    ...(w.lease_seconds !== undefined ? { lease_seconds: w.lease_seconds } : {}),
+    ...(w.renew ? { renew: true } : {}),
+  };
 }
 
 const tooLarge = (): RawBody => ({ kind: 'too-large', limit: MAX_BODY_BYTES });

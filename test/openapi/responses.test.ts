@@ -53,6 +53,7 @@ const APPEND = '/v1/records/{class}/{id}/fields/{field}/entries';
 const CLAIM = '/v1/records/{class}/{id}/fields/{field}/claim';
 const CHECKPOINT = '/v1/records/{class}/{id}/checkpoint';
 const HISTORY = '/v1/records/{class}/{id}/history';
+const TRANSACTION = '/v1/records/{class}/{id}/transactions';
 const MCP_ACCEPT = { accept: 'application/json, text/event-stream' };
 
 let t: TestGateway;
@@ -204,6 +205,16 @@ describe('operations: success answers', () => {
     expect((await call('alice', 'PUT', CHECKPOINT, '/v1/records/ticket/t1/checkpoint', { document: { summary: 'df', next: [1] } })).status).toBe(200);
     expect((await call('alice', 'GET', CHECKPOINT, '/v1/records/ticket/t1/checkpoint')).body.document).toEqual({ summary: 'df', next: [1] });
     expect((await call('alice', 'GET', CHECKPOINT, '/v1/records/ticket/t2/checkpoint?role=worker')).body.document).toBeNull();
+
+    // A transaction (issue 33): created, then applied on an existing record.
+    const tx = { writes: [{ op: 'put', field: 'scratch', value: 1 }, { op: 'claim', field: 'owner', lease_seconds: 30 }] };
+    expect((await call('alice', 'POST', TRANSACTION, '/v1/records/ticket/tx1/transactions', tx)).status).toBe(201);
+    expect((await call('alice', 'POST', TRANSACTION, '/v1/records/ticket/tx1/transactions', tx)).status).toBe(200);
+    const refused = { writes: [{ op: 'put', field: 'scratch', value: 2 }, { op: 'put', field: 'title', value: 'x', expected_version: 5 }] };
+    expectCode(await call('alice', 'POST', TRANSACTION, '/v1/records/ticket/tx1/transactions', refused), 'STALE');
+    // Its history rows (transaction ids, not_applied) are documented rows.
+    const rows = (await call('alice', 'GET', HISTORY, '/v1/records/ticket/tx1/history')).body.history as Json[];
+    expect(rows.map((r) => r.outcome).slice(0, 2)).toEqual(['stale', 'not_applied']);
   });
 
   test('get, query (pages) and history (pages, inferred premises, a value kept as size and digest)', async () => {
@@ -267,6 +278,8 @@ describe('operations: error answers', () => {
     ['NOT_FOUND', 'alice', 'PUT', CHECKPOINT, '/v1/records/ticket/never/checkpoint', { document: { summary: 's' } }],
     ['NOT_FOUND', 'alice', 'PUT', CLAIM, '/v1/records/nosuch/n1/fields/owner/claim'],
     ['STALE', 'alice', 'PUT', PUT, P('t1', 'title'), { value: 'late', expected_version: 0 }],
+    ['STALE', 'alice', 'POST', TRANSACTION, '/v1/records/ticket/t1/transactions', { writes: [{ op: 'put', field: 'title', value: 'late', expected_version: 0 }] }],
+    ['MALFORMED', 'alice', 'POST', TRANSACTION, '/v1/records/ticket/t1/transactions', { writes: [] }],
     ['STALE_PREMISE', 'alice', 'PUT', PUT, P('t1', 'status'), { value: 'open', expected_version: 1, based_on: [{ field: 'title', version: 1 }] }],
     ['STALE_PREMISE', 'alice', 'POST', APPEND, `${P('t1', 'notes')}/entries`, { entry: 2, evidence: 'e', based_on: [{ field: 'title', version: 1 }] }],
     ['HELD', 'carol', 'PUT', CLAIM, `${P('t1', 'owner')}/claim`],

@@ -106,13 +106,13 @@ describe('listing', () => {
     ]);
   });
 
-  test('the server declares resources without subscribe or listChanged, and the six tools are unchanged', async () => {
+  test('the server declares resources without subscribe or listChanged, and the six tools are unchanged (svc_transaction added beside them, issue 33)', async () => {
     const client = await connect('alice');
     expect(client.getServerCapabilities()?.resources).toEqual({});
     expect(client.getServerCapabilities()?.tools).toEqual({});
     const { tools } = await client.listTools();
     expect(tools).toEqual(TOOL_LIST);
-    expect(tools.map((x) => x.name).sort()).toEqual(['svc_append', 'svc_checkpoint', 'svc_claim', 'svc_get', 'svc_put', 'svc_query']);
+    expect(tools.map((x) => x.name).sort()).toEqual(['svc_append', 'svc_checkpoint', 'svc_claim', 'svc_get', 'svc_put', 'svc_query', 'svc_transaction']);
   });
 });
 

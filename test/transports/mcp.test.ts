@@ -103,11 +103,11 @@ async function latencyCount(): Promise<number> {
 }
 
 describe('tools/list', () => {
-  test('lists the six tools with JSON Schema inputs and descriptions', async () => {
+  test('lists the six tools and svc_transaction (issue 33) with JSON Schema inputs and descriptions', async () => {
     const alice = await connect('alice');
     const { tools } = await alice.listTools();
     const byName = Object.fromEntries(tools.map((tl) => [tl.name, tl]));
-    expect(Object.keys(byName).sort()).toEqual(['svc_append', 'svc_checkpoint', 'svc_claim', 'svc_get', 'svc_put', 'svc_query']);
+    expect(Object.keys(byName).sort()).toEqual(['svc_append', 'svc_checkpoint', 'svc_claim', 'svc_get', 'svc_put', 'svc_query', 'svc_transaction']);
     for (const tl of tools) {
       expect(tl.inputSchema.type).toBe('object');
       expect(tl.description!.length).toBeGreaterThan(100);

@@ -60,7 +60,7 @@ describe('a strict reflection client (Python grpcio, protobuf C++ descriptor poo
     expect(out.methods.Put).toEqual({ input: 'svc.v1.PutRequest', output: 'svc.v1.WriteResult', server_streaming: false });
     expect(out.methods.Watch).toEqual({ input: 'svc.v1.WatchRequest', output: 'svc.v1.WatchEvent', server_streaming: true });
     expect(Object.keys(out.methods).sort()).toEqual(
-      ['Append', 'CheckpointLoad', 'CheckpointSave', 'Claim', 'Get', 'History', 'Put', 'Query', 'Watch'],
+      ['Append', 'CheckpointLoad', 'CheckpointSave', 'Claim', 'Get', 'History', 'Put', 'Query', 'Transact', 'Watch'],
     );
     expect(out.messages['svc.v1.PutRequest'].value).toBe('google.protobuf.Value');
     expect(out.map_entry).toEqual({ name: 'svc.v1.QueryRequest.FiltersEntry', is_map: true });

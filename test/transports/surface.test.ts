@@ -14,6 +14,7 @@ import { claimBody, MAX_LEASE_SECONDS } from '../../handlers/claim.js';
 import { getParams, MAX_ENTRIES_LIMIT } from '../../handlers/get.js';
 import { operations, type Operation } from '../../handlers/index.js';
 import { putBody } from '../../handlers/put.js';
+import { transactionBody } from '../../handlers/transaction.js';
 import { queryParams, QUERY_LIMIT_MAX } from '../../handlers/query.js';
 import { loadSvcProto } from '../../runtime/grpc/proto.js';
 import { SERVICE_NAME } from '../../runtime/grpc/server.js';
@@ -65,6 +66,7 @@ test('the write tools list exactly the keys of their handler body schemas', () =
   expect(props('svc_put')).toEqual(keys(putBody, 'record', 'field'));
   expect(props('svc_append')).toEqual(keys(appendBody, 'record', 'field'));
   expect(props('svc_claim')).toEqual(keys(claimBody, 'record', 'field'));
+  expect(props('svc_transaction')).toEqual(keys(transactionBody, 'record'));
   // svc_checkpoint carries save (its body) and load (`role`, a query parameter on HTTP).
   // The tools that read also take `min_lsn`, HTTP's X-Kslate-Min-Lsn header (docs/ha.md).
   expect(props('svc_checkpoint')).toEqual([...keys(saveBody, 'record', 'action', 'min_lsn'), ...Object.keys(loadParams.entries)].sort());
@@ -94,7 +96,7 @@ test('each tool argument is converted from the schema entry its operation declar
       checked++;
     }
   }
-  expect(checked).toBe(20);
+  expect(checked).toBe(24);
   // A few that matter to a model: bounds from the handlers' constants.
   const props = (tool: string) => (TOOL_LIST.find((t) => t.name === tool)!.inputSchema as any).properties;
   expect(props('svc_get').entries_limit.maximum).toBe(MAX_ENTRIES_LIMIT);

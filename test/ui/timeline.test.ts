@@ -66,4 +66,26 @@ describe('buildTimeline', () => {
     const alone = buildTimeline([row({ field: 'job', op: 'takeover', outcome: 'applied', version: 5 })], false);
     expect(alone[0].marks).toEqual([{ tone: 'warn', text: 'takeover of a lapsed lease' }]);
   });
+
+  test('a transaction is one attempt: applied as a whole, or refused at its failing write with the others not applied', () => {
+    const ok = '11111111-2222-3333-4444-555555555555';
+    const bad = '99999999-2222-3333-4444-555555555555';
+    const before = row({ field: 'title', op: 'put', outcome: 'applied', version: 1, value: 'a' });
+    const t1 = row({ field: 'title', op: 'put', outcome: 'applied', version: 2, value: 'b', record_version: 2, transaction: { id: ok, index: 0 } });
+    const t2 = row({ field: 'memo', op: 'put', outcome: 'applied', version: 1, value: 1, record_version: 2, transaction: { id: ok, index: 1 } });
+    const r1 = row({ field: 'memo', op: 'put', outcome: 'not_applied', value: 2, transaction: { id: bad, index: 0, failed_index: 1 } });
+    const r2 = row({ field: 'title', op: 'put', outcome: 'stale', value: 'c', expected_version: 1, transaction: { id: bad, index: 1 } });
+    const t = buildTimeline([r2, r1, t2, t1, before], true);
+    expect(t.map((x) => [x.tone, x.label])).toEqual([
+      ['ok', 'applied'],
+      ['ok', 'transaction of 2 writes: applied'],
+      ['bad', 'transaction refused at write 1: STALE'],
+    ]);
+    expect(t[1].writes!.map((w) => w.row.seq)).toEqual([t1.seq, t2.seq]);
+    expect(t[1].marks).toEqual([{ tone: 'info', text: 'transaction 11111111' }]);
+    expect(t[2].row.seq).toBe(r2.seq);
+    expect(t[2].writes!.map((w) => w.label)).toEqual(['not applied', 'rejected: STALE']);
+    // The refused write's diff is against the state the transaction before it left.
+    expect(t[2].writes![1].stale).toMatchObject({ version: 2 });
+  });
 });

@@ -25,6 +25,10 @@ import type { QueryRequest as _svc_v1_QueryRequest, QueryRequest__Output as _svc
 import type { QueryResult as _svc_v1_QueryResult, QueryResult__Output as _svc_v1_QueryResult__Output } from './svc/v1/QueryResult.js';
 import type { Record as _svc_v1_Record, Record__Output as _svc_v1_Record__Output } from './svc/v1/Record.js';
 import type { SvcServiceClient as _svc_v1_SvcServiceClient, SvcServiceDefinition as _svc_v1_SvcServiceDefinition } from './svc/v1/SvcService.js';
+import type { TransactRequest as _svc_v1_TransactRequest, TransactRequest__Output as _svc_v1_TransactRequest__Output } from './svc/v1/TransactRequest.js';
+import type { TransactResult as _svc_v1_TransactResult, TransactResult__Output as _svc_v1_TransactResult__Output } from './svc/v1/TransactResult.js';
+import type { TransactWrite as _svc_v1_TransactWrite, TransactWrite__Output as _svc_v1_TransactWrite__Output } from './svc/v1/TransactWrite.js';
+import type { TransactWriteResult as _svc_v1_TransactWriteResult, TransactWriteResult__Output as _svc_v1_TransactWriteResult__Output } from './svc/v1/TransactWriteResult.js';
 import type { WatchChange as _svc_v1_WatchChange, WatchChange__Output as _svc_v1_WatchChange__Output } from './svc/v1/WatchChange.js';
 import type { WatchEnd as _svc_v1_WatchEnd, WatchEnd__Output as _svc_v1_WatchEnd__Output } from './svc/v1/WatchEnd.js';
 import type { WatchEvent as _svc_v1_WatchEvent, WatchEvent__Output as _svc_v1_WatchEvent__Output } from './svc/v1/WatchEvent.js';
@@ -69,6 +73,10 @@ export interface ProtoGrpcType {
       QueryResult: MessageTypeDefinition<_svc_v1_QueryResult, _svc_v1_QueryResult__Output>
       Record: MessageTypeDefinition<_svc_v1_Record, _svc_v1_Record__Output>
       SvcService: SubtypeConstructor<typeof grpc.Client, _svc_v1_SvcServiceClient> & { service: _svc_v1_SvcServiceDefinition }
+      TransactRequest: MessageTypeDefinition<_svc_v1_TransactRequest, _svc_v1_TransactRequest__Output>
+      TransactResult: MessageTypeDefinition<_svc_v1_TransactResult, _svc_v1_TransactResult__Output>
+      TransactWrite: MessageTypeDefinition<_svc_v1_TransactWrite, _svc_v1_TransactWrite__Output>
+      TransactWriteResult: MessageTypeDefinition<_svc_v1_TransactWriteResult, _svc_v1_TransactWriteResult__Output>
       WatchChange: MessageTypeDefinition<_svc_v1_WatchChange, _svc_v1_WatchChange__Output>
       WatchEnd: MessageTypeDefinition<_svc_v1_WatchEnd, _svc_v1_WatchEnd__Output>
       WatchEvent: MessageTypeDefinition<_svc_v1_WatchEvent, _svc_v1_WatchEvent__Output>

@@ -1,5 +1,5 @@
 /**
- * The six MCP tools (decisions §7): each one translates its arguments into the input of one
+ * The MCP tools (decisions §7; svc_transaction: issue 33): each one translates its arguments into the input of one
  * operation of the table and calls it through the caller's `run` (runtime/request.ts), so the MCP answer is the HTTP body. No rule lives
  * here: arguments are not validated (the JSON Schemas are for the client and the model), the
  * handlers produce MALFORMED at their step of the rejection order, with HTTP's message.
@@ -203,6 +203,14 @@ export const TOOLS: readonly ToolDef[] = [
     run(caller, a) {
       const input = { ...recordOf(a), field: fieldOf(a), body: body(a, ['record', 'field']) };
       return caller.run(operations.claim, () => input, TIMED);
+    },
+  },
+  {
+    name: 'svc_transaction',
+    address: { record },
+    run(caller, a) {
+      const input = { ...recordOf(a), body: body(a, ['record']) };
+      return caller.run(operations.transaction, () => input, TIMED);
     },
   },
   {

@@ -22,6 +22,8 @@ export interface HistoryRow {
   expected_version?: number;
   based_on?: { field: string; version: number; kind?: string }[];
   invocation?: unknown;
+  /** A write of a transaction (issue 33): its id, its index, and on a not-applied row the write that was refused. */
+  transaction?: { id: string; index: number; failed_index?: number };
   outcome: string;
   created_at: string;
 }
@@ -55,6 +57,8 @@ export interface Attempt {
   stale?: { version?: number; author?: string; diff?: DiffPart[] };
   /** STALE_PREMISE: the premises that had moved. */
   moved?: Moved[];
+  /** A transaction shown as one attempt: its writes, in order (`row` is the refused one, else the first). */
+  writes?: Attempt[];
 }
 
 /** Label and tone of each outcome; an unknown one shows as itself. */
@@ -67,6 +71,7 @@ const OUTCOMES: Record<string, { tone: Tone; label: string }> = {
   weak_identity: { tone: 'bad', label: 'rejected: WEAK_IDENTITY' },
   evidence_required: { tone: 'bad', label: 'rejected: EVIDENCE_REQUIRED' },
   identity_mismatch: { tone: 'bad', label: 'rejected: IDENTITY_MISMATCH' },
+  not_applied: { tone: 'info', label: 'not applied' },
 };
 
 export function outcomeOf(outcome: string): { tone: Tone; label: string } {
@@ -152,6 +157,37 @@ export function buildTimeline(rows: HistoryRow[], complete: boolean): Attempt[] 
       state.set(row.field, next);
     }
     out.push(a);
+  }
+  return groupTransactions(out);
+}
+
+/**
+ * The rows of one transaction (consecutive, one id) as one attempt: applied as a whole, or
+ * refused at the write that failed, the others not applied because of it.
+ */
+function groupTransactions(attempts: Attempt[]): Attempt[] {
+  const out: Attempt[] = [];
+  for (let i = 0; i < attempts.length; ) {
+    const id = attempts[i].row.transaction?.id;
+    let j = i + 1;
+    while (id !== undefined && j < attempts.length && attempts[j].row.transaction?.id === id) j++;
+    if (id === undefined) {
+      out.push(attempts[i++]);
+      continue;
+    }
+    const writes = attempts.slice(i, j);
+    const failed = writes.find((w) => w.row.outcome !== 'applied' && w.row.outcome !== 'not_applied');
+    const n = writes.length;
+    out.push({
+      row: (failed ?? writes[0]).row,
+      tone: failed ? failed.tone : 'ok',
+      label: failed
+        ? `transaction refused at write ${failed.row.transaction!.index}: ${failed.label.replace(/^rejected: /, '')}`
+        : `transaction of ${n} write${n === 1 ? '' : 's'}: applied`,
+      marks: [{ tone: 'info', text: `transaction ${id.slice(0, 8)}` }],
+      writes,
+    });
+    i = j;
   }
   return out;
 }

@@ -510,6 +510,27 @@ const prefixLines = (prefix: string, text: string) =>
 function AttemptItem(props: { a: Attempt }) {
   const { a } = props;
   const r = a.row;
+  if (a.writes) {
+    // A transaction: one attempt, its writes inside it in order.
+    return (
+      <li class={a.tone} data-outcome={r.outcome} data-seq={r.seq} data-transaction={r.transaction?.id}>
+        <div class="attempt-head">
+          <span class={`badge ${a.tone}`}>{a.label}</span>
+          <strong>transaction</strong>
+          <span>by {r.author}</span>
+          <time datetime={r.created_at}>{r.created_at}</time>
+          {a.marks.map((m) => (
+            <span class={`badge ${m.tone}`}>{m.text}</span>
+          ))}
+        </div>
+        <ol class="timeline">
+          {a.writes.map((w) => (
+            <AttemptItem a={w} />
+          ))}
+        </ol>
+      </li>
+    );
+  }
   return (
     <li class={a.tone} data-outcome={r.outcome} data-seq={r.seq}>
       <div class="attempt-head">

@@ -17,6 +17,8 @@ import type { PutRequest as _svc_v1_PutRequest, PutRequest__Output as _svc_v1_Pu
 import type { QueryRequest as _svc_v1_QueryRequest, QueryRequest__Output as _svc_v1_QueryRequest__Output } from '../../svc/v1/QueryRequest.js';
 import type { QueryResult as _svc_v1_QueryResult, QueryResult__Output as _svc_v1_QueryResult__Output } from '../../svc/v1/QueryResult.js';
 import type { Record as _svc_v1_Record, Record__Output as _svc_v1_Record__Output } from '../../svc/v1/Record.js';
+import type { TransactRequest as _svc_v1_TransactRequest, TransactRequest__Output as _svc_v1_TransactRequest__Output } from '../../svc/v1/TransactRequest.js';
+import type { TransactResult as _svc_v1_TransactResult, TransactResult__Output as _svc_v1_TransactResult__Output } from '../../svc/v1/TransactResult.js';
 import type { WatchEvent as _svc_v1_WatchEvent, WatchEvent__Output as _svc_v1_WatchEvent__Output } from '../../svc/v1/WatchEvent.js';
 import type { WatchRequest as _svc_v1_WatchRequest, WatchRequest__Output as _svc_v1_WatchRequest__Output } from '../../svc/v1/WatchRequest.js';
 import type { WriteResult as _svc_v1_WriteResult, WriteResult__Output as _svc_v1_WriteResult__Output } from '../../svc/v1/WriteResult.js';
@@ -94,6 +96,15 @@ export interface SvcServiceClient extends grpc.Client {
   query(argument: _svc_v1_QueryRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_svc_v1_QueryResult__Output>): grpc.ClientUnaryCall;
   query(argument: _svc_v1_QueryRequest, callback: grpc.requestCallback<_svc_v1_QueryResult__Output>): grpc.ClientUnaryCall;
   
+  Transact(argument: _svc_v1_TransactRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_svc_v1_TransactResult__Output>): grpc.ClientUnaryCall;
+  Transact(argument: _svc_v1_TransactRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_svc_v1_TransactResult__Output>): grpc.ClientUnaryCall;
+  Transact(argument: _svc_v1_TransactRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_svc_v1_TransactResult__Output>): grpc.ClientUnaryCall;
+  Transact(argument: _svc_v1_TransactRequest, callback: grpc.requestCallback<_svc_v1_TransactResult__Output>): grpc.ClientUnaryCall;
+  transact(argument: _svc_v1_TransactRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_svc_v1_TransactResult__Output>): grpc.ClientUnaryCall;
+  transact(argument: _svc_v1_TransactRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_svc_v1_TransactResult__Output>): grpc.ClientUnaryCall;
+  transact(argument: _svc_v1_TransactRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_svc_v1_TransactResult__Output>): grpc.ClientUnaryCall;
+  transact(argument: _svc_v1_TransactRequest, callback: grpc.requestCallback<_svc_v1_TransactResult__Output>): grpc.ClientUnaryCall;
+  
   Watch(argument: _svc_v1_WatchRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_svc_v1_WatchEvent__Output>;
   Watch(argument: _svc_v1_WatchRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_svc_v1_WatchEvent__Output>;
   watch(argument: _svc_v1_WatchRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_svc_v1_WatchEvent__Output>;
@@ -118,6 +129,8 @@ export interface SvcServiceHandlers extends grpc.UntypedServiceImplementation {
   
   Query: grpc.handleUnaryCall<_svc_v1_QueryRequest__Output, _svc_v1_QueryResult>;
   
+  Transact: grpc.handleUnaryCall<_svc_v1_TransactRequest__Output, _svc_v1_TransactResult>;
+  
   Watch: grpc.handleServerStreamingCall<_svc_v1_WatchRequest__Output, _svc_v1_WatchEvent>;
   
 }
@@ -131,5 +144,6 @@ export interface SvcServiceDefinition extends grpc.ServiceDefinition {
   History: MethodDefinition<_svc_v1_HistoryRequest, _svc_v1_HistoryResult, _svc_v1_HistoryRequest__Output, _svc_v1_HistoryResult__Output>
   Put: MethodDefinition<_svc_v1_PutRequest, _svc_v1_WriteResult, _svc_v1_PutRequest__Output, _svc_v1_WriteResult__Output>
   Query: MethodDefinition<_svc_v1_QueryRequest, _svc_v1_QueryResult, _svc_v1_QueryRequest__Output, _svc_v1_QueryResult__Output>
+  Transact: MethodDefinition<_svc_v1_TransactRequest, _svc_v1_TransactResult, _svc_v1_TransactRequest__Output, _svc_v1_TransactResult__Output>
   Watch: MethodDefinition<_svc_v1_WatchRequest, _svc_v1_WatchEvent, _svc_v1_WatchRequest__Output, _svc_v1_WatchEvent__Output>
 }

@@ -1,0 +1,20 @@
+// Original file: proto/svc/v1/svc.proto
+
+import type { TransactWriteResult as _svc_v1_TransactWriteResult, TransactWriteResult__Output as _svc_v1_TransactWriteResult__Output } from '../../svc/v1/TransactWriteResult.js';
+import type { Long } from '@grpc/proto-loader';
+
+export interface TransactResult {
+  'record'?: (string);
+  'record_version'?: (number | string | Long);
+  'transaction'?: (string);
+  'writes'?: (_svc_v1_TransactWriteResult)[];
+  'created'?: (boolean);
+}
+
+export interface TransactResult__Output {
+  'record': (string);
+  'record_version': (number);
+  'transaction': (string);
+  'writes': (_svc_v1_TransactWriteResult__Output)[];
+  'created': (boolean);
+}
