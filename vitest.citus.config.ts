@@ -35,6 +35,7 @@ export const BEHAVIOUR = [
   'test/handlers/write-decision.test.ts',
   'test/handlers/claim-race.test.ts',
   'test/handlers/concurrency.test.ts',
+  'test/handlers/query-spread.test.ts',
 ];
 
 /**
