@@ -76,6 +76,10 @@ export interface RecordRow {
   rid: string;
   record_version: number;
   created_at: Date;
+  /** The record's own expiry (ttl_seconds, migration 0013); null when it has none. */
+  expires_at?: Date | null;
+  /** Its last applied write (the class ttl counts from it). */
+  last_write_at?: Date;
   fields: FieldRow[];
   /** The `fields` object as JSON text (ReadRecordOptions.rendered); `fields` is then empty. */
   fieldsText?: string;
@@ -157,6 +161,8 @@ export interface WriteRequest {
   premises: readonly StoredPremise[];
   /** The resolve gate: roles that must have saved a checkpoint on the record; null when the write is not gated. */
   requiredCheckpoints: readonly string[] | null;
+  /** Set or extend the record's expiry to this many seconds after the write (issue 37); null leaves it. */
+  ttl_seconds?: number | null;
 }
 
 /** A premise that moved (STALE_PREMISE), as its error body lists it. */
@@ -174,7 +180,7 @@ export interface MovedPremise {
  * field when the lock was taken.
  */
 export type WriteResult =
-  | { outcome: 'applied'; version: number; record_version: number; created: boolean }
+  | { outcome: 'applied'; version: number; record_version: number; created: boolean; expires_at?: Date | null }
   | {
       outcome: 'stale';
       current_version: number;
@@ -328,7 +334,34 @@ export interface ConsoleSessions {
   deleteConsoleSession(id: string): Promise<void>;
 }
 
+/** What `kslate_idempotency_take` found for (author, key) (migration 0011). */
+export type IdempotencyTake =
+  | { state: 'fresh' | 'in_use' | 'reused' }
+  | { state: 'replay'; status: number; body: string };
+
+/** An answer to store under (author, key), in the transaction of the write it answers. */
+export interface IdempotencyAnswer {
+  author: string;
+  key: string;
+  digest: string;
+  status: number;
+  body: string;
+  ttlSeconds: number;
+}
+
+/** The Db of one open transaction (`Db.transaction`), with the idempotency-key statements. */
+export interface TxDb extends Db {
+  /** Take the key's lock without waiting and read its live answer (migration 0011). */
+  takeIdempotencyKey(author: string, key: string, digest: string): Promise<IdempotencyTake>;
+  storeIdempotencyKey(a: IdempotencyAnswer): Promise<void>;
+}
+
 export interface Db extends ConsoleSessions {
+  /**
+   * Run `fn` in one transaction on one connection: committed when it returns (unless
+   * `rollback`: a dry run), rolled back when it throws. Every call of `fn` goes through `tx`.
+   */
+  transaction<T>(fn: (tx: TxDb) => Promise<T>, opts?: { rollback?: boolean }): Promise<T>;
   /** Read a record with the named fields, bounded by `maxBytes` (see ReadRecordOptions). */
   readRecord(cls: string, rid: string, opts: ReadRecordOptions): Promise<RecordRow | null>;
   /**
@@ -341,6 +374,11 @@ export interface Db extends ConsoleSessions {
     rid: string,
     opts: { fields: string[] | null; beforeSeq: number | null; limit: number; maxBytes: number; mark: HistoryMark },
   ): Promise<HistoryPage>;
+  /**
+   * Where class retention purged the record's history (issue 37): the newest time and the
+   * greatest seq among its purged rows; null when none was purged.
+   */
+  historyTruncation(cls: string, rid: string): Promise<{ before: Date; beforeSeq: number } | null>;
   /** True when the record exists or any history row names it. */
   recordOrHistoryExists(cls: string, rid: string): Promise<boolean>;
   /** A rejection decided in the gateway, before the record's lock (scope, identity, evidence): one statement. */
@@ -421,9 +459,24 @@ export interface WorkerGauges {
   historyRows: Map<string, number>;
   /** Task fields with a lapsed lease nobody reclaimed. */
   leasesLapsed: number;
+  /** When the oldest retained history row of each class was written (classes with no history left out). */
+  oldestHistory?: Map<string, Date>;
   /** `class/role` → live records of the class on which no identity of the role wrote. */
   roleWroteNothing: Map<string, number>;
+  /** Idempotency keys stored (issue 33), expired ones awaiting the purge included. */
+  idempotencyKeys?: number;
 }
+
+/** A class's `history` spec in seconds; `spec` (its text) restarts the purge's walk when it changes. */
+export interface RetentionRules {
+  maxAgeSeconds: number | null;
+  keepLast: number | null;
+  rejectedMaxAgeSeconds: number | null;
+  spec: string;
+}
+
+/** The purge's walks: every row by age, rejected rows by age, and the (record, field)s written since the last walk. */
+export type RetentionWalk = 'age' | 'rejected' | 'fields';
 
 /** A role as the gauge needs it: who belongs (subjects, `ns/*` wildcards included). */
 export interface RoleSubjects {
@@ -439,6 +492,10 @@ export interface SweepDb {
   pruneReadSets(windowSeconds: number): Promise<number>;
   /** Delete up to `limit` expired console sessions; returns how many. */
   purgeConsoleSessions(limit: number): Promise<number>;
+  /** Delete up to `limit` expired idempotency keys; returns how many. */
+  purgeIdempotencyKeys(limit: number): Promise<number>;
+  /** Idempotency keys stored (expired ones awaiting the purge included). */
+  countIdempotencyKeys(): Promise<number>;
   /**
    * Take (or renew) the named lease for `ttlSeconds` when it is free, expired or already
    * `holder`'s; false when someone else holds it.
@@ -452,10 +509,17 @@ export interface SweepDb {
    * its fields and checkpoints go, its history and entries are queued for the purge.
    */
   expireRecords(cls: string, ttlSeconds: number, limit: number): Promise<number>;
+  /** As expireRecords, for records of any class whose own expiry (ttl_seconds) has passed. */
+  expireDueRecords(limit: number): Promise<number>;
   /** Purge at most `limit` history rows and `limit` entries of expired records; `more` when some remain. */
   purgeExpired(limit: number): Promise<{ historyRows: number; entries: number; finished: number; more: boolean }>;
   /** Flag up to `limit` task fields whose lease expired unreclaimed as lapsed; returns how many. */
   flagLapsedLeases(limit: number): Promise<number>;
+  /**
+   * One bounded batch of a class's history retention (issue 37, migration 0013): at most
+   * `limit` rows read past the walk's cursor, the purgeable ones deleted, the cursor moved.
+   */
+  purgeHistory(cls: string, walk: RetentionWalk, rules: RetentionRules, limit: number): Promise<{ purged: number; scanned: number; more: boolean }>;
   gauges(classes: string[], roles: RoleSubjects[]): Promise<WorkerGauges>;
 }
 

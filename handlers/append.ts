@@ -3,10 +3,11 @@
  * field. The field version is the entry count; earlier entries are never rewritten.
  */
 import * as v from 'valibot';
-import { basedOnSchema, bodyObject, declareNoPremisesSchema, resolvePremises, lenientInvocation, lenientPremises, invocationSchema, parseWith, type RawBody } from './body.js';
+import { basedOnSchema, bodyObject, declareNoPremisesSchema, resolvePremises, ttlSecondsSchema, lenientInvocation, lenientPremises, invocationSchema, parseWith, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
-import { premiseError, runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
+import { formatTime } from './format.js';
+import { boundTtl, premiseError, runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
 import { valueProblem } from './values.js';
 
 export interface AppendInput {
@@ -27,6 +28,7 @@ export const appendBody = v.strictObject({
   based_on: basedOnSchema,
   declare_no_premises: declareNoPremisesSchema,
   invocation: invocationSchema,
+  ttl_seconds: ttlSecondsSchema,
 });
 
 interface AppendBody {
@@ -34,6 +36,7 @@ interface AppendBody {
   evidence: string | null;
   based_on: { field: string; version: number; kind?: string }[] | undefined;
   invocation: Record<string, unknown> | null;
+  ttl_seconds: number | null;
 }
 
 export const appendOp: WriteOp<AppendBody> = {
@@ -56,7 +59,7 @@ export const appendOp: WriteOp<AppendBody> = {
     const obj = bodyObject(raw, where);
     const b = parseWith(appendBody, obj, where);
     if (!('entry' in obj)) throw new SvcError('MALFORMED', 'The body needs `entry`: the JSON value to append.', where);
-    return { entry: b.entry, evidence: b.evidence ?? null, based_on: resolvePremises(b.based_on, b.declare_no_premises, where), invocation: b.invocation ?? null };
+    return { entry: b.entry, evidence: b.evidence ?? null, based_on: resolvePremises(b.based_on, b.declare_no_premises, where), invocation: b.invocation ?? null, ttl_seconds: boundTtl(access, b.ttl_seconds, where) };
   },
 
   checkValue(b, access, field, def) {
@@ -114,6 +117,7 @@ function request(b: AppendBody) {
     expectVersion: null,
     expected_version: null,
     requiredCheckpoints: null,
+    ttl_seconds: b.ttl_seconds,
   };
 }
 
@@ -121,7 +125,8 @@ export function append(ctx: Ctx, input: AppendInput): Promise<Outcome> {
   return runWrite(ctx, { className: input.class, id: input.id, field: input.field, body: input.body, params: input.params }, appendOp);
 }
 
-function outcome(ctx: Ctx, access: Access, field: string, res: { version: number; record_version: number; created: boolean }): Outcome {
+function outcome(ctx: Ctx, access: Access, field: string, res: { version: number; record_version: number; created: boolean; expires_at?: Date | null }): Outcome {
   ctx.metrics.write(access.cls.name, field, 'applied');
-  return { created: res.created, body: { record: access.record, field, seq: res.version, record_version: res.record_version } };
+  const expires = res.expires_at ? { expires_at: formatTime(res.expires_at) } : {};
+  return { created: res.created, body: { record: access.record, field, seq: res.version, record_version: res.record_version, ...expires } };
 }

@@ -185,6 +185,23 @@ export const basedOnSchema = v.optional(
   ),
 );
 
+/** The longest ttl_seconds any write may give (ten years; a class's maxTtl may say less). */
+export const MAX_TTL_SECONDS = 10 * 365 * 86_400;
+const TTL_MESSAGE = `must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}`;
+
+/** `ttl_seconds` on put, append and transactions (issue 37): sets or extends the record's expiry. */
+export const ttlSecondsSchema = v.optional(
+  v.pipe(
+    v.number(TTL_MESSAGE),
+    v.integer(TTL_MESSAGE),
+    v.minValue(1, TTL_MESSAGE),
+    v.maxValue(MAX_TTL_SECONDS, TTL_MESSAGE),
+    v.description(
+      "Optional: the record expires this many seconds after this write, unless it already expires later (the expiry is set or extended, never brought forward); at most the class's maxTtl. Without it the class ttl applies.",
+    ),
+  ),
+);
+
 export const invocationSchema = v.optional(
   v.pipe(
     v.custom<Record<string, unknown>>((o) => o !== null && typeof o === 'object' && !Array.isArray(o), 'must be a JSON object'),

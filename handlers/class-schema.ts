@@ -16,6 +16,11 @@ const TYPES = ['string', 'integer', 'number', 'boolean', 'object', 'array', 'any
 const STRENGTHS = ['pod-bound', 'sa-bound', 'issuer-declared', 'shared-secret'] as const satisfies readonly Strength[];
 const PROVIDERS = ['apikey', 'k8s-sa', 'oidc'];
 const MAX_LEASE_SECONDS = 86_400;
+/** Retention and per-record TTL bounds (issue 37): a duration of at least a second, at most ten years. */
+const MIN_RETENTION_MS = 1000;
+export const MAX_RETENTION_MS = 10 * 365 * 86_400_000;
+/** keepLast: the newest rows kept per field, 1 to this. */
+export const MAX_KEEP_LAST = 1_000_000;
 
 const UNIT_MS: Record<string, number> = {
   ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: 1e3, m: 60e3, h: 3600e3,
@@ -42,6 +47,28 @@ export function parseDuration(s: string): number | null {
   const ms = Math.round(total * 1e6) / 1e6;
   return Number.isFinite(ms) ? ms : null;
 }
+
+const DAYS_TERM = /^(\d+)d(.*)$/;
+
+/**
+ * A retention duration (issue 37): a Go duration (`parseDuration`) optionally led by whole
+ * days (`30d`, `7d12h`), since retention is counted in days. Null for anything else.
+ */
+export function parseRetention(s: string): number | null {
+  const m = DAYS_TERM.exec(s);
+  if (!m) return parseDuration(s);
+  const rest = m[2] === '' ? 0 : parseDuration(m[2]);
+  return rest === null ? null : Number(m[1]) * 86_400_000 + rest;
+}
+
+const RETENTION_MESSAGE = 'must be a duration from 1s to 3650d such as 30d, 7d, 72h or 1h30m';
+const Retention = v.pipe(
+  v.string(RETENTION_MESSAGE),
+  v.check((s) => {
+    const ms = parseRetention(s);
+    return ms !== null && ms >= MIN_RETENTION_MS && ms <= MAX_RETENTION_MS;
+  }, RETENTION_MESSAGE),
+);
 
 /** Whether a JSON value satisfies a field `type` (also used for `enum` values). */
 export function matchesType(value: unknown, type: FieldType): boolean {
@@ -173,6 +200,30 @@ export const RoleSchema = mapping({
   write: v.optional(StringList('field name'), () => []),
 });
 
+const KEEP_LAST_MESSAGE = `must be a whole number from 1 to ${MAX_KEEP_LAST}`;
+
+/** `spec.history` (issue 37): which history rows the sweep purges; each key optional. */
+export const HistorySchema = v.pipe(
+  mapping({
+    maxAge: v.optional(Retention),
+    keepLast: v.optional(v.pipe(
+      v.number(KEEP_LAST_MESSAGE), v.integer(KEEP_LAST_MESSAGE), v.minValue(1, KEEP_LAST_MESSAGE), v.maxValue(MAX_KEEP_LAST, KEEP_LAST_MESSAGE),
+    )),
+    rejectedMaxAge: v.optional(Retention),
+  }),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const { maxAge, rejectedMaxAge } = dataset.value;
+    if (maxAge === undefined || rejectedMaxAge === undefined) return;
+    if (parseRetention(rejectedMaxAge)! > parseRetention(maxAge)!) {
+      addIssue({
+        message: `must not be longer than maxAge (${maxAge}): every row older than maxAge is purged, rejected ones included`,
+        path: pathTo('rejectedMaxAge'),
+      });
+    }
+  }),
+);
+
 export const CheckpointSchema = mapping({
   sections: v.optional(StringList('section name')),
   requiredForResolve: v.optional(StringList('role name')),
@@ -195,6 +246,8 @@ const SpecSchema = v.pipe(
       v.string('must be a duration string such as 720h'),
       v.check((s) => (parseDuration(s) ?? 0) > 0, 'must be a positive duration such as 90s, 15m, 72h or 1h30m'),
     )), null),
+    maxTtl: v.optional(Retention),
+    history: v.optional(HistorySchema),
     fields: v.pipe(
       plain(v.record(nameKey('field'), FieldSchema), 'must be a mapping of field names to field definitions'),
       v.check((fields) => Object.keys(fields).length > 0, 'must define at least one field'),

@@ -13,6 +13,8 @@ export async function getClass(ctx: Ctx, input: { name: string; params?: readonl
       fields: s.fields,
       roles: s.roles,
       ttl: s.ttl ?? null,
+      maxTtl: s.maxTtl ?? null,
+      history: s.history ?? {},
       checkpoint: s.checkpoint ?? { sections: [], requiredForResolve: [] },
       idPattern: s.idPattern ?? null,
       minIdentityStrength: s.minIdentityStrength ?? 'shared-secret',

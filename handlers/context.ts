@@ -7,6 +7,7 @@ import type { Db } from '../db/port.js';
 import type { ClassRegistry } from './class-registry.js';
 import type { Identity } from './types.js';
 import type { WatchFeed } from './watch-feed.js';
+import type { WriteOptions } from './write-once.js';
 
 export interface Logger {
   debug(msg: string, data?: Record<string, unknown>): void;
@@ -64,6 +65,10 @@ export interface Ctx {
   watch?: WatchFeed;
   /** The credential the request authenticated with, for streams that outlive it; absent where nothing outlives a request. */
   credential?: Credential;
+  /** A write's idempotency key and dry-run flag, as the transport read them (handlers/write-once.ts). */
+  writeOptions?: WriteOptions;
+  /** How long a write's answer is kept under its idempotency key (`--idempotency-ttl`); default 24 h. */
+  idempotencyTtlSeconds?: number;
 }
 
 export const noopMetrics: Metrics = {

@@ -25,6 +25,10 @@ export type ErrorCode =
   | 'UNAVAILABLE'
   /** A class watch cursor older than the change log's retained window (issue 16; 410 like Kubernetes' Gone). */
   | 'EXPIRED'
+  /** The idempotency key was used for a different request (issue 33). */
+  | 'IDEMPOTENCY_KEY_REUSED'
+  /** A request with the idempotency key is still running (issue 33; Retry-After). */
+  | 'IDEMPOTENCY_KEY_IN_USE'
   /** HTTP routing only: a known path with a method it does not take (405 with `Allow`). */
   | 'METHOD_NOT_ALLOWED';
 
@@ -52,6 +56,8 @@ export const ERROR_TABLE: Record<ErrorCode, { http: number; grpc: number }> = {
   UNAVAILABLE: { http: 503, grpc: 14 },
   EXPIRED: { http: 410, grpc: 11 },
   METHOD_NOT_ALLOWED: { http: 405, grpc: 12 },
+  IDEMPOTENCY_KEY_REUSED: { http: 422, grpc: 9 },
+  IDEMPOTENCY_KEY_IN_USE: { http: 409, grpc: 10 },
 };
 
 /**
@@ -61,6 +67,10 @@ export const ERROR_TABLE: Record<ErrorCode, { http: number; grpc: number }> = {
 export class SvcError extends Error {
   readonly code: ErrorCode;
   readonly extra: Record<string, unknown>;
+  /** The answer stored under the request's idempotency key, replayed (handlers/write-once.ts). */
+  replayed = false;
+  /** A dry run's rejection: nothing was written. */
+  dryRun = false;
 
   constructor(code: ErrorCode, message: string, extra: Record<string, unknown> = {}) {
     // Messages and the names they echo are bounded: a 70,000-character field name must not

@@ -3,6 +3,7 @@ import * as v from 'valibot';
 import type { Ctx } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { SvcError } from './errors.js';
+import { parseDuration } from './class-schema.js';
 import { formatTime, MAX_RESPONSE_BYTES, TIME_ZONE_IS_UTC } from './format.js';
 import { recordReads } from './inference.js';
 import { parseCount } from './limits.js';
@@ -111,8 +112,12 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
     rendered,
   });
   if (!row) throw new SvcError('NOT_FOUND', `Record ${access.record} does not exist.`, where);
+  // When the record expires (issue 37): its own expiry (ttl_seconds), else its last write plus the class ttl; absent when never.
+  const ttlMs = access.cls.spec.ttl ? parseDuration(access.cls.spec.ttl) : null;
+  const expiresAt = row.expires_at ?? (ttlMs && row.last_write_at ? new Date(row.last_write_at.getTime() + ttlMs) : null);
+  const expires = expiresAt ? `,"expires_at":${JSON.stringify(formatTime(expiresAt))}` : '';
   if (row.fieldsText !== undefined) {
-    return jsonOutcome(`{"record":${JSON.stringify(access.record)},"record_version":${row.record_version},"fields":${row.fieldsText}}`);
+    return jsonOutcome(`{"record":${JSON.stringify(access.record)},"record_version":${row.record_version}${expires},"fields":${row.fieldsText}}`);
   }
   const fields: Record<string, unknown> = {};
   const omitted: string[] = [];
@@ -132,7 +137,9 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
   }
   const shown = row.fields.filter((f) => !f.omitted);
   await recordReads(ctx, input.class, shown.map((f) => ({ rid: input.id, field: f.name, version: f.version })));
-  const body: Record<string, unknown> = { record: access.record, record_version: row.record_version, fields };
+  const body: Record<string, unknown> = { record: access.record, record_version: row.record_version };
+  if (expiresAt) body.expires_at = formatTime(expiresAt);
+  body.fields = fields;
   if (omitted.length > 0) body.omitted_fields = omitted;
   return { body };
 }

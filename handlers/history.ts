@@ -103,6 +103,12 @@ export async function history(ctx: Ctx, input: HistoryInput): Promise<Outcome> {
     parts.push(mark === 'none' ? run : run.replace(HISTORY_MARKED_ROW, (_m, row: string) => ownRow(row, readable)));
   }
   let end = ']';
+  // Retention (issue 37): a page that reaches below the newest purged row, or is the last
+  // one, says where the history was cut, so a reader never takes a gap for the whole story.
+  const cut = await ctx.db.historyTruncation(input.class, input.id);
+  if (cut && (!page.more || (page.lastSeq !== null && page.lastSeq < cut.beforeSeq))) {
+    end += `,"truncated_before":${JSON.stringify(formatTime(cut.before))}`;
+  }
   if (page.more && page.lastSeq !== null) {
     end += `,"next_before":${JSON.stringify(await encodeCursor(key, { t: 'before', b: binding, p: page.lastSeq }))}`;
   }

@@ -20,6 +20,7 @@ import { query, queryParams, QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, type QueryInp
 import type { McpSurface } from './types.js';
 import { UNKNOWN_LABEL, type Outcome } from './pipeline.js';
 import type { RawBody } from './body.js';
+import { writeOnce } from './write-once.js';
 
 export type Handler<I> = (ctx: Ctx, input: I) => Promise<Outcome>;
 
@@ -330,10 +331,12 @@ export async function invoke<I>(
 ): Promise<Outcome> {
   const started = performance.now();
   try {
-    return await op.handler(ctx, input);
+    // Every write goes through its idempotency key and dry run here, on every transport.
+    return op.write ? await writeOnce(op.name, ctx, input, (c) => op.handler(c, input)) : await op.handler(ctx, input);
   } catch (e) {
     const err = asSvcError(e, ctx);
-    if (err.code !== 'INTERNAL' && err.code !== 'UNAVAILABLE') {
+    // A replayed or dry-run rejection was not a new rejection.
+    if (err.code !== 'INTERNAL' && err.code !== 'UNAVAILABLE' && !err.replayed && !err.dryRun) {
       // Labels are names the pipeline verified (class, field, roles of the registry), else fixed
       // values, so no request can mint a series (svc_rejections_total once grew to 1.4 GB).
       ctx.metrics.rejection(
@@ -359,7 +362,7 @@ export function storageFaultError(f: StorageFault): SvcError {
       // would invite a second append or a claim of what is already yours.
       return new SvcError(
         'UNAVAILABLE',
-        'The connection to the database was lost while this request was in flight, so a write may have been applied: read before retrying it (the gateway reconnects by itself).',
+        'The connection to the database was lost while this request was in flight, so a write may have been applied: retry it with the same Idempotency-Key (MCP idempotency_key, gRPC idempotency-key) to get its answer without writing twice, or without a key read before retrying it (the gateway reconnects by itself).',
         // Said in the body too, for a client to act on without reading the message (docs/ha.md).
         { outcome: 'unknown' },
       );

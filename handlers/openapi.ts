@@ -274,6 +274,9 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
   },
 };
 
+/** What a write's idempotency key can answer besides the write's own codes. */
+const WRITE_ONCE_ERRORS: ErrorCode[] = ['IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE'];
+
 /** The request bodies and the request premise, by component name. */
 const REQUEST_SCHEMAS: Record<string, v.GenericSchema> = {
   Premise: premiseSchema,
@@ -290,7 +293,9 @@ export function operationRoutes(): RouteDoc[] {
     const doc = OPERATION_DOCS[name];
     if (!doc) throw new Error(`operation ${name} has no entry in OPERATION_DOCS (handlers/openapi.ts)`);
     if (op.write !== (doc.body !== undefined)) throw new Error(`operation ${name}: only writes read a body`);
-    return { ...doc, method: op.method, path: op.path, operationId: op.name };
+    // Every write takes an Idempotency-Key and dry_run (issue 33; handlers/write-once.ts).
+    const errors = op.write ? [...doc.errors, ...WRITE_ONCE_ERRORS.filter((c) => !doc.errors.includes(c))] : doc.errors;
+    return { ...doc, errors, method: op.method, path: op.path, operationId: op.name };
   });
 }
 
@@ -388,6 +393,22 @@ export function openApiDocument(opts: DocumentOptions): Json {
           description: `Your run (e.g. a fresh UUID per agent run), 1 to ${MAX_SCOPE_BYTES} bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH.`,
           schema: { type: 'string', minLength: 1 },
         },
+        IdempotencyKey: {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'Your key for this logical write (e.g. a fresh UUID), 1 to 255 printable ASCII characters (draft-ietf-httpapi-idempotency-key-header). The answer (2xx or 4xx) is stored with the write in one transaction and kept 24 h (--idempotency-ttl): a retry with the same key and request (operation, record, field, body) gets it byte for byte with `Idempotent-Replayed: true` and writes nothing. The same key with another request: 422 IDEMPOTENCY_KEY_REUSED; while the first still runs: 409 IDEMPOTENCY_KEY_IN_USE with Retry-After. Keys are per identity. A 5xx is not stored: retry with the same key.',
+          schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+        },
+        DryRun: {
+          name: 'dry_run',
+          in: 'query',
+          required: false,
+          description:
+            'true: every check runs against the current state and the answer is what the write would answer now (the versions it would get, or the exact rejection) with "dry_run": true; nothing is written (no history row, no version, no idempotency key, no metrics of applied writes).',
+          schema: { type: 'boolean' },
+        },
         XRequestId: {
           name: 'X-Request-Id',
           in: 'header',
@@ -445,6 +466,7 @@ function operation(r: RouteDoc, convert: (s: v.GenericSchema) => Json): Json {
   }
   for (const [name, entry] of Object.entries(r.query?.entries ?? {})) parameters.push(queryParameter(name, entry, convert));
   if (r.scope) parameters.push({ $ref: '#/components/parameters/XSvcScope' });
+  if (r.body) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' }, { $ref: '#/components/parameters/DryRun' });
   for (const h of r.headers ?? []) parameters.push({ name: h.name, in: 'header', required: false, description: h.description, schema: { type: 'string' } });
   parameters.push({ $ref: '#/components/parameters/XRequestId' });
 
@@ -559,6 +581,8 @@ const ERROR_NOTES: Record<ErrorCode, string> = {
   INTERNAL: 'a fault; quote request_id to the operator.',
   UNAVAILABLE: 'the database is unreachable, slow (--db-timeout) or being migrated, or an identity provider cannot judge right now; retry.',
   METHOD_NOT_ALLOWED: 'the path takes other methods (Allow).',
+  IDEMPOTENCY_KEY_REUSED: 'the Idempotency-Key was used for a different request (operation, record, field or body); use a fresh key.',
+  IDEMPOTENCY_KEY_IN_USE: 'a request with this Idempotency-Key is still running; retry with the same key after Retry-After.',
   EXPIRED: 'the class watch cursor is older than the retained window (--watch-retention); oldest is the oldest cursor still available.',
 };
 

@@ -23,6 +23,7 @@ import { byteLength, KIB, sha256Hex } from './format.js';
 import { strengthAtLeast } from './strength.js';
 import { inferPremises, INFERENCE_WINDOW_SECONDS, recordReads } from './inference.js';
 import type { FieldDef, Strength } from './types.js';
+import { parseRetention } from './class-schema.js';
 import type { WatchStream } from './watch-feed.js';
 
 /**
@@ -41,6 +42,10 @@ export interface Outcome {
   json?: string | readonly string[];
   /** A watch: the stream to write once the checks passed (handlers/watch.ts); `body` is then empty. */
   stream?: WatchStream;
+  /** The answer stored under the request's idempotency key, replayed (handlers/write-once.ts). */
+  replayed?: boolean;
+  /** What a dry run would answer; nothing was written. */
+  dryRun?: boolean;
 }
 
 /** An outcome whose body is JSON text: sent as is over HTTP, parsed on first use of `body`. */
@@ -440,15 +445,33 @@ export interface OwnRejections {
 }
 
 /**
+ * `ttl_seconds` within the class's maxTtl (issue 37): MALFORMED naming the bound otherwise.
+ * The one place the bound is judged (put, append and transactions call it).
+ */
+export function boundTtl(access: Access, ttl: number | undefined, where: Record<string, unknown>): number | null {
+  if (ttl === undefined) return null;
+  const max = access.cls.spec.maxTtl;
+  const maxMs = max === undefined ? null : parseRetention(max);
+  if (maxMs !== null && ttl * 1000 > maxMs) {
+    throw new SvcError(
+      'MALFORMED',
+      `ttl_seconds ${ttl} is longer than class "${access.cls.name}" allows (maxTtl ${max} = ${Math.floor(maxMs / 1000)} seconds).`,
+      where,
+    );
+  }
+  return ttl;
+}
+
+/**
  * A put or append decided and applied under the record's lock in one round trip
  * (`Db.writeField`): the applied versions, or the rejection thrown as the spec's error (its
  * history row already written by the same statement).
  */
 export async function writeField(
   t: WriteTarget,
-  w: Pick<WriteRequest, 'kind' | 'op' | 'value' | 'evidence' | 'invocation' | 'expectVersion' | 'expected_version' | 'requiredCheckpoints'>,
+  w: Pick<WriteRequest, 'kind' | 'op' | 'value' | 'evidence' | 'invocation' | 'expectVersion' | 'expected_version' | 'requiredCheckpoints' | 'ttl_seconds'>,
   own: OwnRejections,
-): Promise<{ version: number; record_version: number; created: boolean }> {
+): Promise<{ version: number; record_version: number; created: boolean; expires_at?: Date | null }> {
   const r = await t.ctx.db.writeField({
     class: t.access.cls.name,
     rid: t.id,

@@ -7,11 +7,11 @@
 import * as v from 'valibot';
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
 import type { FieldRow } from '../db/port.js';
-import { basedOnSchema, bodyObject, issuesMessage, declareNoPremisesSchema, resolvePremises, lenientInvocation, lenientPremises, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
+import { basedOnSchema, bodyObject, issuesMessage, declareNoPremisesSchema, resolvePremises, ttlSecondsSchema, lenientInvocation, lenientPremises, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { byteLength, formatTime, KIB } from './format.js';
-import { canRead, premiseError, runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp, type WriteTarget } from './pipeline.js';
+import { boundTtl, canRead, premiseError, runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp, type WriteTarget } from './pipeline.js';
 import { valueProblem } from './values.js';
 
 export interface PutInput {
@@ -38,6 +38,7 @@ export const putBody = v.strictObject({
   based_on: basedOnSchema,
   declare_no_premises: declareNoPremisesSchema,
   invocation: invocationSchema,
+  ttl_seconds: ttlSecondsSchema,
 });
 
 interface PutBody {
@@ -47,6 +48,7 @@ interface PutBody {
   based_on: { field: string; version: number; kind?: string }[] | undefined;
   invocation: Record<string, unknown> | null;
   soft: boolean;
+  ttl_seconds: number | null;
 }
 
 const DIFF_LIMIT_BYTES = 64 * KIB;
@@ -105,6 +107,7 @@ export const putOp: WriteOp<PutBody> = {
       based_on: resolvePremises(b.based_on, b.declare_no_premises, where),
       invocation: b.invocation ?? null,
       soft,
+      ttl_seconds: boundTtl(access, b.ttl_seconds, where),
     };
   },
 
@@ -184,6 +187,7 @@ function request(b: PutBody, t: WriteTarget) {
     expectVersion: b.soft ? null : b.expected_version,
     expected_version: b.expected_version,
     requiredCheckpoints: gated(b, t.access, t.field) ? (t.access.cls.spec.checkpoint?.requiredForResolve ?? []) : null,
+    ttl_seconds: b.ttl_seconds,
   };
 }
 
@@ -193,11 +197,17 @@ function gated(b: PutBody, access: Access, field: string): boolean {
   return field === 'status' && b.value === 'resolved' && required.length > 0;
 }
 
-function outcome(ctx: Ctx, access: Access, field: string, res: { version: number; record_version: number; created: boolean }): Outcome {
+function outcome(ctx: Ctx, access: Access, field: string, res: { version: number; record_version: number; created: boolean; expires_at?: Date | null }): Outcome {
   ctx.metrics.write(access.cls.name, field, 'applied');
   return {
     created: res.created,
-    body: { record: access.record, field, version: res.version, record_version: res.record_version },
+    body: {
+      record: access.record,
+      field,
+      version: res.version,
+      record_version: res.record_version,
+      ...(res.expires_at ? { expires_at: formatTime(res.expires_at) } : {}),
+    },
   };
 }
 

@@ -5,7 +5,7 @@
  * key a handler adds without saying so here fails a test. Pure: valibot only.
  */
 import * as v from 'valibot';
-import { CheckpointSchema, FieldSchema, RoleSchema, StrengthSchema } from './class-schema.js';
+import { CheckpointSchema, FieldSchema, HistorySchema, RoleSchema, StrengthSchema } from './class-schema.js';
 import type { ErrorCode } from './errors.js';
 
 const d = v.description;
@@ -100,6 +100,8 @@ export const classResponse = v.strictObject({
   fields: v.record(v.string(), FieldSchema),
   roles: v.record(v.string(), RoleSchema),
   ttl: v.nullable(v.string()),
+  maxTtl: v.pipe(v.nullable(v.string()), d('The longest ttl_seconds a write may give a record; null: up to 3650d.')),
+  history: v.pipe(HistorySchema, d('History retention: which rows the sweep purges ({} keeps every row).')),
   checkpoint: CheckpointSchema,
   idPattern: v.nullable(v.string()),
   minIdentityStrength: StrengthSchema,
@@ -109,6 +111,7 @@ export const classResponse = v.strictObject({
 
 export const getResponse = v.strictObject({
   ...recordView.entries,
+  expires_at: v.optional(v.pipe(timestamp, d("When the record expires: its own expiry (ttl_seconds) or its last write plus the class ttl; absent when never."))),
   omitted_fields: v.optional(v.pipe(v.array(v.string()), d('Fields that did not fit in the response (about 16 MiB); read them with fields=.'))),
 });
 
@@ -118,9 +121,15 @@ export const queryResponse = v.strictObject({
   next_after: v.optional(v.pipe(v.string(), d('More records remain: send this as after.'))),
 });
 
-export const putResponse = v.strictObject({ record, field, version, record_version: recordVersion });
+const expiresAt = v.optional(v.pipe(timestamp, d('When the record expires, after this write set or extended it (ttl_seconds).')));
+/** Every write's answer to a dry run (`dry_run=true`) carries it; nothing was written. */
+export const dryRun = v.optional(
+  v.pipe(v.literal(true), d('A dry run: what the write would answer now (the versions it would get); nothing was written.')),
+);
 
-export const appendResponse = v.strictObject({ record, field, seq: count, record_version: recordVersion });
+export const putResponse = v.strictObject({ record, field, version, record_version: recordVersion, expires_at: expiresAt, dry_run: dryRun });
+
+export const appendResponse = v.strictObject({ record, field, seq: count, record_version: recordVersion, expires_at: expiresAt, dry_run: dryRun });
 
 export const claimResponse = v.strictObject({
   record,
@@ -130,6 +139,7 @@ export const claimResponse = v.strictObject({
   version,
   record_version: recordVersion,
   took_over_from: v.optional(v.pipe(author, d('The previous owner, whose lease had expired.'))),
+  dry_run: dryRun,
 });
 
 export const transactionResponse = v.strictObject({
@@ -157,6 +167,7 @@ export const checkpointSaveResponse = v.strictObject({
   role: v.string(),
   checkpoint_id: count,
   record_version: recordVersion,
+  dry_run: dryRun,
 });
 
 export const checkpointLoadResponse = v.strictObject({
@@ -215,6 +226,9 @@ export const historyRow = v.strictObject({
 export const historyResponse = v.strictObject({
   record,
   history: v.array(historyRow),
+  truncated_before: v.optional(
+    v.pipe(v.string(), v.isoTimestamp(), d("Class history retention purged rows of this record up to this time: the page reaches where rows may be missing (the record's class `history`).")),
+  ),
   next_before: v.optional(v.pipe(v.string(), d('Older rows remain: send this as before.'))),
 });
 
@@ -270,6 +284,8 @@ const ERROR_EXTRAS: Record<ErrorCode, v.ObjectEntries> = {
     ),
   },
   METHOD_NOT_ALLOWED: {},
+  IDEMPOTENCY_KEY_REUSED: {},
+  IDEMPOTENCY_KEY_IN_USE: { retry_after: v.pipe(v.number(), d('Seconds to wait before retrying with the same key (also in Retry-After).')) },
   EXPIRED: {
     class: v.string(),
     oldest: v.pipe(v.string(), d('The oldest class watch cursor still in the retained window: re-read what you need, then resume from it.')),
@@ -294,6 +310,7 @@ function errorBody(code: ErrorCode, extra: v.ObjectEntries) {
     message: v.pipe(v.string(), d('What happened and what to do, in one or two sentences (at most 1,024 characters).')),
     ...extra,
     ...(WRITE_CODES.has(code) ? TX_INDEX : {}) as v.ObjectEntries,
+    dry_run: v.optional(v.pipe(v.literal(true), d('A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.'))),
   });
 }
 

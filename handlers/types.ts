@@ -71,12 +71,23 @@ export interface CheckpointDef {
   requiredForResolve?: string[];
 }
 
+/** `spec.history`: rows older than maxAge, beyond the newest keepLast per field, rejected rows older than rejectedMaxAge are purged. */
+export interface HistoryRetention {
+  maxAge?: string;
+  keepLast?: number;
+  rejectedMaxAge?: string;
+}
+
 /** `spec` of a SharedContext manifest, as validated. */
 export interface ClassSpec {
   idPattern?: string;
   minIdentityStrength?: Strength;
   requireEvidence?: boolean;
   ttl?: string | null;
+  /** The longest `ttl_seconds` a write may give a record (issue 37); absent = up to ten years. */
+  maxTtl?: string;
+  /** Which history rows the sweep purges (issue 37); absent = every row kept. */
+  history?: HistoryRetention;
   fields: Record<string, FieldDef>;
   roles: Record<string, RoleDef>;
   checkpoint?: CheckpointDef;

@@ -17,6 +17,7 @@ import type { ChangeRow, LogPosition } from '../db/port.js';
 import type { Ctx } from './context.js';
 import { decodeWatchCursor, encodeWatchCursor } from './cursor.js';
 import { SvcError } from './errors.js';
+import { parseRetention } from './class-schema.js';
 import { formatTime } from './format.js';
 import { parseCount } from './limits.js';
 import { authorize, canRead, checkParams, checkRecordId, checkScopeOwner, visiblePremises, type Access, type Outcome } from './pipeline.js';
@@ -116,7 +117,12 @@ export async function watchClass(ctx: Ctx, input: WatchClassInput): Promise<Outc
   let at = ctx.now().getTime();
   if (token !== undefined) {
     const c = await decodeWatchCursor(key, token, input.class, where);
-    const cutoff = ctx.now().getTime() - feed.retentionMs;
+    // The class log's retained window: --watch-retention, or the class's history maxAge when
+    // shorter (issue 37: rows older than it may be purged, so a cursor older than it is stale).
+    const maxAge = access.cls.spec.history?.maxAge;
+    const maxAgeMs = maxAge === undefined ? null : parseRetention(maxAge);
+    const retentionMs = maxAgeMs === null ? feed.retentionMs : Math.min(feed.retentionMs, maxAgeMs);
+    const cutoff = ctx.now().getTime() - retentionMs;
     if (c.at < cutoff) {
       // Like the Kubernetes API's 410 Gone: the client re-reads what it needs, then resumes here.
       const first = await feed.oldest(input.class, new Date(cutoff));
@@ -127,7 +133,7 @@ export async function watchClass(ctx: Ctx, input: WatchClassInput): Promise<Outc
       });
       throw new SvcError(
         'EXPIRED',
-        `The cursor is older than the change log's retained window (${Math.round(feed.retentionMs / 1000)}s); re-read the records you need, then watch from \`oldest\` (or without \`from\`).`,
+        `The cursor is older than the change log's retained window (${Math.round(retentionMs / 1000)}s); re-read the records you need, then watch from \`oldest\` (or without \`from\`).`,
         { class: input.class, oldest },
       );
     }

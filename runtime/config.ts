@@ -13,6 +13,8 @@ export interface Config {
   replicaMaxLagMs: number;
   /** A read with X-Kslate-Min-Lsn waits at most this long for a standby to replay it, then reads the primary. */
   replicaWaitMs: number;
+  /** Whether writes read their WAL position for X-Kslate-Lsn (one more round trip): auto = when standbys are given. */
+  writeLsn: 'auto' | 'on' | 'off';
   listenHost: string;
   listenPort: number;
   grpcPort: number;
@@ -59,6 +61,8 @@ export interface Config {
   ui: boolean;
   /** How long a console sign-in session lives (docs/console.md "Sessions"). */
   uiSessionTtlMs: number;
+  /** `--idempotency-ttl`: how long a write's answer is kept under its key (issue 33). */
+  idempotencyTtlMs: number;
   /** Watch streams (docs/watch.md): the change log's poll interval, heartbeats, limits and retained window. */
   watchPollMs: number;
   watchHeartbeatMs: number;
@@ -106,6 +110,11 @@ export const FLAGS: Record<string, FlagSpec> = {
     env: 'KSLATE_REPLICA_WAIT',
     help: 'a read with X-Kslate-Min-Lsn waits at most this long for a standby to replay it, then reads from the primary',
     default: '50ms',
+  },
+  'write-lsn': {
+    env: 'KSLATE_WRITE_LSN',
+    help: 'answer every write with X-Kslate-Lsn, its read-your-writes token (one more database round trip per write): auto (when --database-replica-url is given), on, off',
+    default: 'auto',
   },
   listen: { env: 'KSLATE_LISTEN', help: 'HTTP/JSON and MCP address host:port', default: '127.0.0.1:8080' },
   'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
@@ -172,6 +181,11 @@ export const FLAGS: Record<string, FlagSpec> = {
     env: 'KSLATE_UI_SESSION_TTL',
     help: 'how long a console sign-in lasts before the person must sign in again (at most 720h)',
     default: '8h',
+  },
+  'idempotency-ttl': {
+    env: 'KSLATE_IDEMPOTENCY_TTL',
+    help: 'how long a write\'s answer is kept under its Idempotency-Key for retries to replay (1s to 720h; the worker\'s sweep deletes expired keys)',
+    default: '24h',
   },
   'watch-poll-interval': {
     env: 'KSLATE_WATCH_POLL_INTERVAL',
@@ -370,6 +384,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   if (uiSessionTtlMs < 1000 || uiSessionTtlMs > 720 * 3600_000) {
     throw new ConfigError(`--ui-session-ttl (KSLATE_UI_SESSION_TTL) must be from 1s to 720h (30 days); got "${raw('ui-session-ttl')}".`);
   }
+  const idempotencyTtlMs = duration('idempotency-ttl', '24h or 30m');
+  if (idempotencyTtlMs < 1000 || idempotencyTtlMs > 720 * 3600_000) {
+    throw new ConfigError(`--idempotency-ttl (KSLATE_IDEMPOTENCY_TTL) must be from 1s to 720h (30 days); got "${raw('idempotency-ttl')}".`);
+  }
   const replicaFlag = repeated['database-replica-url'];
   const databaseReplicaUrls = (replicaFlag ?? (env[FLAGS['database-replica-url'].env] ?? defaults['database-replica-url'] ?? '').split(','))
     .map((u) => u.trim())
@@ -381,11 +399,17 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       );
     }
   }
+  const writeLsn = raw('write-lsn') ?? 'auto';
+  if (writeLsn !== 'auto' && writeLsn !== 'on' && writeLsn !== 'off') {
+    throw new ConfigError(`--write-lsn (KSLATE_WRITE_LSN) must be auto, on or off; got "${writeLsn}".`);
+  }
   return {
+    idempotencyTtlMs,
     databaseUrl: raw('database-url') || undefined,
     databaseReplicaUrls,
     replicaMaxLagMs: duration('replica-max-lag', '1s or 500ms'),
     replicaWaitMs: duration('replica-wait', '50ms'),
+    writeLsn,
     listenHost: m[1].replace(/^\[(.*)\]$/, '$1'),
     listenPort,
     grpcPort: int('grpc-port', 0, 65535),

@@ -16,6 +16,7 @@ import { asSvcError, invoke, type Operation } from '../handlers/index.js';
 import type { Outcome } from '../handlers/pipeline.js';
 import type { Identity, IdentityProvider } from '../handlers/types.js';
 import type { WatchFeed } from '../handlers/watch-feed.js';
+import type { WriteOptions } from '../handlers/write-once.js';
 import { credentialExpiry } from './identity/expiry.js';
 import { authenticate } from './identity/index.js';
 
@@ -36,6 +37,8 @@ export interface AppServices {
   newId(): string;
   /** The process's change hub for watch streams; absent on runtimes without a long-lived process. */
   watch?: WatchFeed;
+  /** How long a write's answer is kept under its idempotency key (`--idempotency-ttl`); default 24 h. */
+  idempotencyTtlSeconds?: number;
 }
 
 /** What a transport read off the request before decoding its input. */
@@ -45,6 +48,8 @@ export interface RequestMeta {
   authorization: string | undefined;
   scope: string | undefined;
   requestId: string;
+  /** A write's idempotency key and dry-run flag (handlers/write-once.ts). */
+  write?: WriteOptions;
   /** X-Kslate-Min-Lsn (gRPC `x-kslate-min-lsn`) as sent: the read-your-writes token (docs/ha.md); checked when the caller runs. */
   minLsn?: string;
 }
@@ -165,9 +170,12 @@ export function makeCtx(
   scope: string | undefined,
   requestId: string = s.newId(),
   credential?: Credential,
+  write?: WriteOptions,
   minLsn: string | null = null,
 ): Ctx {
   return {
+    ...(write ? { writeOptions: write } : {}),
+    ...(s.idempotencyTtlSeconds !== undefined ? { idempotencyTtlSeconds: s.idempotencyTtlSeconds } : {}),
     identity,
     scope,
     requestId,
@@ -213,6 +221,8 @@ export interface RunOptions {
   unscoped?: boolean;
   /** The credential to follow instead of the request's (an MCP session's latest). */
   credential?: Credential;
+  /** A write's idempotency key and dry-run flag (handlers/write-once.ts). */
+  write?: WriteOptions;
   /** The read-your-writes token of this call, checked (checkMinLsn; MCP `min_lsn`), instead of the request's X-Kslate-Min-Lsn. */
   minLsn?: string | null;
   /** Told the WAL position the call's writes reached (X-Kslate-Lsn), or null, once it ends (answered or refused). */
@@ -252,7 +262,7 @@ export function callerFor(s: AppServices, identity: Identity, meta: Pick<Request
         const minLsn = opts.minLsn !== undefined ? opts.minLsn : checkMinLsn(meta.minLsn);
         const input = await decode();
         const credential = opts.credential ?? (s.watch ? credentialOf(s, meta.authorization, identity) : undefined);
-        ctx = makeCtx(s, identity, opts.unscoped ? undefined : meta.scope, meta.requestId, credential, minLsn);
+        ctx = makeCtx(s, identity, opts.unscoped ? undefined : meta.scope, meta.requestId, credential, opts.write, minLsn);
         return await invoke(op, ctx, input, { timed: opts.timed });
       } catch (e) {
         if (e instanceof ClientClosedRequest) throw e;
@@ -285,7 +295,7 @@ export async function runRequest<I>(
   let lsn: string | null = null;
   try {
     caller = await authenticateCaller(s, meta);
-    const out = await caller.run(op, decode, { ...opts, onLsn: (l) => (lsn = l) });
+    const out = await caller.run(op, decode, { ...opts, ...(meta.write ? { write: meta.write } : {}), onLsn: (l) => (lsn = l) });
     return { ok: true, identity: caller.identity, out, lsn };
   } catch (e) {
     if (e instanceof ClientClosedRequest) throw e;

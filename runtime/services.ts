@@ -142,6 +142,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
   });
   const db = new PgDb(pool, () => void readiness.ensureSchema());
   const maintenanceDb = new PgDb(maintenancePool);
+  db.writeLsn = cfg.writeLsn;
   db.onLsnUnsupported = (e) =>
     log.warn('the database refuses pg_current_wal_insert_lsn(): writes answer without X-Kslate-Lsn, so clients cannot ask standbys for read-your-writes (docs/ha.md)', {
       error: e.message,
@@ -241,6 +242,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     budget: new RejectedCredentialBudget(),
     readiness,
     trustProxy: cfg.trustProxy,
+    idempotencyTtlSeconds: Math.round(cfg.idempotencyTtlMs / 1000),
     newId: randomUUID,
     async cursorKey() {
       if (key === null) {

@@ -10,8 +10,8 @@
  * no-op (`ran: false`). Each step's failure is logged and reported, and the later steps
  * still run.
  */
-import type { ClassRow, SweepDb, WorkerGauges } from '../db/port.js';
-import { parseDuration } from '../handlers/class-schema.js';
+import type { ClassRow, RetentionRules, RetentionWalk, SweepDb, WorkerGauges } from '../db/port.js';
+import { parseDuration, parseRetention } from '../handlers/class-schema.js';
 import type { Logger } from '../handlers/context.js';
 import { INFERENCE_WINDOW_SECONDS } from '../handlers/inference.js';
 import type { ClassSpec } from '../handlers/types.js';
@@ -62,7 +62,7 @@ export interface SweepDeps {
 }
 
 /** The steps, in the order they run. */
-export const SWEEP_STEPS = ['classes', 'roles', 'expire', 'leases', 'read sets', 'sessions', 'gauges'] as const;
+export const SWEEP_STEPS = ['classes', 'roles', 'expire', 'retention', 'leases', 'read sets', 'sessions', 'idempotency keys', 'gauges'] as const;
 export type SweepStep = (typeof SWEEP_STEPS)[number];
 
 export interface SweepOptions {
@@ -85,11 +85,15 @@ export interface SweepReport {
   classes?: ReconcileReport;
   roles?: MirrorReport;
   expired?: { records: number; historyRows: number; entries: number; more: boolean };
+  /** History rows purged by class retention (issue 37), per class; `more`: a walk was left unfinished. */
+  retention?: { purged: Map<string, number>; more: boolean };
   leases?: { flagged: number; more: boolean };
   /** Read-set entries and scope owners deleted because they outlived the inference window. */
   prunedReads?: number;
   /** Expired console sessions deleted (docs/console.md). */
   sessions?: { purged: number; more: boolean };
+  /** Expired idempotency keys deleted (issue 33; each row carries the expiry its gateway gave it). */
+  idempotencyKeys?: { purged: number; more: boolean };
   gauges?: WorkerGauges;
   errors: { step: string; message: string }[];
   /** How long each step that ran took (ms). */
@@ -165,6 +169,14 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
           if (!inBudget()) expired.more = true;
         }
       }
+      // Records whose own expiry (ttl_seconds) passed, in any class.
+      for (let first = true; first || inBudget(); first = false) {
+        if (stopped()) break;
+        const n = await db.expireDueRecords(EXPIRE_BATCH);
+        expired.records += n;
+        if (n < EXPIRE_BATCH) break;
+        if (!inBudget()) expired.more = true;
+      }
       for (let first = true; first || inBudget(); first = false) {
         if (stopped()) break;
         const p = await db.purgeExpired(PURGE_BATCH);
@@ -172,6 +184,25 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
         expired.entries += p.entries;
         expired.more = p.more;
         if (!p.more) break;
+      }
+    });
+    await step('retention', async () => {
+      if (classes.length === 0) classes = await db.listClasses();
+      const retention = { purged: new Map<string, number>(), more: false };
+      report.retention = retention;
+      for (const c of classes) {
+        const rules = retentionRules(c.spec as ClassSpec);
+        if (!rules) continue;
+        retention.purged.set(c.name, 0);
+        for (const walk of RETENTION_WALKS) {
+          for (let first = true; first || inBudget(); first = false) {
+            if (stopped()) break;
+            const r = await db.purgeHistory(c.name, walk, rules, PURGE_BATCH);
+            retention.purged.set(c.name, retention.purged.get(c.name)! + r.purged);
+            if (!r.more) break;
+            if (!inBudget()) retention.more = true;
+          }
+        }
       }
     });
     await step('leases', async () => {
@@ -199,6 +230,17 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
         if (!sessions.more) break;
       }
     });
+    await step('idempotency keys', async () => {
+      const keys = { purged: 0, more: false };
+      report.idempotencyKeys = keys;
+      for (let first = true; first || inBudget(); first = false) {
+        if (stopped()) break;
+        const n = await db.purgeIdempotencyKeys(PURGE_BATCH);
+        keys.purged += n;
+        keys.more = n === PURGE_BATCH;
+        if (!keys.more) break;
+      }
+    });
     await step('gauges', async () => {
       if (classes.length === 0) classes = await db.listClasses();
       const roles = classes.flatMap((c) =>
@@ -208,6 +250,7 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
         classes.map((c) => c.name),
         roles,
       );
+      report.gauges.idempotencyKeys = await db.countIdempotencyKeys();
       deps.onGauges?.(report.gauges, classes);
     });
   } finally {
@@ -227,14 +270,32 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
     records_expired: report.expired?.records,
     history_purged: report.expired?.historyRows,
     entries_purged: report.expired?.entries,
+    retention_purged: report.retention ? Object.fromEntries(report.retention.purged) : undefined,
     leases_flagged: report.leases?.flagged,
     leases_lapsed: report.gauges?.leasesLapsed,
     read_sets_pruned: report.prunedReads,
     sessions_purged: report.sessions?.purged,
+    idempotency_keys_purged: report.idempotencyKeys?.purged,
     errors: report.errors.length || undefined,
     step_ms: report.stepMs,
   });
   return report;
+}
+
+/** The walks of the retention step, in order: the per-field pass first (keepLast, and rows whose keep lapsed), then by age. */
+const RETENTION_WALKS: readonly RetentionWalk[] = ['fields', 'age', 'rejected'];
+
+/** A class's `history` spec as the purge applies it; null when it keeps every row. */
+export function retentionRules(spec: ClassSpec): RetentionRules | null {
+  const h = spec.history;
+  if (!h || (h.maxAge === undefined && h.keepLast === undefined && h.rejectedMaxAge === undefined)) return null;
+  const secs = (d: string | undefined) => (d === undefined ? null : Math.max(1, Math.round(parseRetention(d)! / 1000)));
+  return {
+    maxAgeSeconds: secs(h.maxAge),
+    keepLast: h.keepLast ?? null,
+    rejectedMaxAgeSeconds: secs(h.rejectedMaxAge),
+    spec: JSON.stringify([h.maxAge ?? null, h.keepLast ?? null, h.rejectedMaxAge ?? null]),
+  };
 }
 
 /** The one line a sweep logs: what each step did. */
@@ -248,9 +309,14 @@ function summary(r: SweepReport): string {
         (r.expired.more ? ', more next sweep' : ''),
     );
   }
+  if (r.retention && r.retention.purged.size > 0) {
+    const n = [...r.retention.purged.values()].reduce((a, b) => a + b, 0);
+    parts.push(`retention purged ${n} history rows${r.retention.more ? ', more next sweep' : ''}`);
+  }
   if (r.leases) parts.push(`leases ${r.leases.flagged} newly lapsed${r.leases.more ? ', more next sweep' : ''}`);
   if (r.prunedReads !== undefined) parts.push(`read sets ${r.prunedReads} pruned`);
   if (r.sessions) parts.push(`console sessions ${r.sessions.purged} expired${r.sessions.more ? ', more next sweep' : ''}`);
+  if (r.idempotencyKeys) parts.push(`idempotency keys ${r.idempotencyKeys.purged} expired${r.idempotencyKeys.more ? ', more next sweep' : ''}`);
   if (r.gauges) parts.push(`gauges refreshed (${r.gauges.leasesLapsed} lapsed leases)`);
   const tail = r.errors.length ? `; ${r.errors.length} step(s) failed: ${r.errors.map((e) => e.step).join(', ')}` : '';
   return `sweep ${r.aborted ? 'stopped early' : 'done'} in ${r.durationMs} ms: ${parts.join('; ') || 'nothing to do'}${tail}`;

@@ -39,6 +39,15 @@ const NOTES: Record<string, string> = {
   'spec.requireEvidence': 'true: every write must carry evidence.',
   'spec.ttl': 'Records are deleted this long after their last applied write: a positive Go/Kubernetes duration such as 90s, 15m, '
     + `72h or 1h30m (the duration is ${WORKER}). Absent or null: never.`,
+  'spec.maxTtl': 'The longest ttl_seconds a put, append or transaction may give one record (docs/api.md "Record TTL"): a duration '
+    + `from 1s to 3650d such as 30d, 72h or 1h30m (${WORKER}). Absent: up to 3650d.`,
+  'spec.history': 'History retention (docs/worker.md "History retention"): the sweep purges rows older than maxAge, beyond the newest '
+    + 'keepLast per field, and rejected attempts older than rejectedMaxAge. Never purged: the row holding a field\'s current value, '
+    + 'the newest row per field, and the applied rows written after the oldest checkpoint saved on the record. Absent: every row is kept.',
+  'spec.history.maxAge': `Rows older than this are purged: a duration from 1s to 3650d such as 30d or 72h (${WORKER}).`,
+  'spec.history.keepLast': 'Only the newest keepLast rows of each field of a record are kept (1 to 1000000).',
+  'spec.history.rejectedMaxAge': 'Rejected attempts (every outcome but applied) older than this are purged: a duration from 1s to 3650d, '
+    + `not longer than maxAge (${WORKER}).`,
   'spec.fields': 'Field name → definition; at least one field. Names match ^[a-zA-Z_][a-zA-Z0-9_-]{0,62}$; '
     + `both rules are ${WORKER}.`,
   'spec.fields.*': 'A field definition. type and enum are not allowed on task fields, leaseSeconds only on task fields, and every '

@@ -23,11 +23,15 @@ import type {
   Db,
   DbSession,
   HistoryInsert,
+  IdempotencyAnswer,
+  TxDb,
   HistoryMark,
   LogPosition,
   NewConsoleSession,
   QueryFilter,
   ReadRecordOptions,
+  RetentionRules,
+  RetentionWalk,
   RoleSubjects,
   SweepDb,
   WriteRequest,
@@ -37,6 +41,7 @@ import * as changeLog from './change-log.js';
 import * as classes from './classes.js';
 import { Conn, type Statements } from './conn.js';
 import * as history from './history.js';
+import * as idempotency from './idempotency.js';
 import * as query from './query.js';
 import * as readSets from './read-sets.js';
 import * as record from './record.js';
@@ -59,12 +64,18 @@ interface RequestState {
   lsn: bigint | null;
 }
 
-export class PgDb implements Db, SweepDb, ChangeLog {
+export class PgDb implements TxDb, SweepDb, ChangeLog {
   private readonly conn: Conn;
   /** Where reads go when standbys are given (useReplicas); absent: everything on this pool. */
   private router: ReadRouter<PgDb> | null = null;
   /** Set on a session only (session()). */
   private readonly req: RequestState | null = null;
+  /**
+   * Whether a session's writes read their WAL position (one more round trip each): 'auto'
+   * reads it when standbys are given (useReplicas), the only case where this gateway's own
+   * reads use the token; 'on' for a fleet whose other gateways have standbys.
+   */
+  writeLsn: 'auto' | 'on' | 'off' = 'auto';
 
   constructor(
     readonly pool: pg.Pool,
@@ -128,7 +139,8 @@ export class PgDb implements Db, SweepDb, ChangeLog {
   /** A write on the primary; in a session, followed by the WAL position on the same connection. */
   private write<T>(fn: (s: Statements) => Promise<T>): Promise<T> {
     const req = this.req;
-    if (req === null) return this.guard(() => fn(this.conn));
+    const wanted = this.writeLsn === 'on' || (this.writeLsn === 'auto' && this.router !== null);
+    if (req === null || !wanted) return this.guard(() => fn(this.conn));
     return this.guard(async () => {
       const { value, lsn } = await this.conn.thenLsn(fn);
       const n = lsn === null ? null : parseLsn(lsn);
@@ -215,6 +227,54 @@ export class PgDb implements Db, SweepDb, ChangeLog {
     return this.route((db) => history.recordOrHistoryExists(db.kysely, cls, rid));
   }
 
+  // ---- transactions and idempotency keys (migration 0011, issue 33) ---------------------
+
+  async transaction<T>(fn: (tx: TxDb) => Promise<T>, opts: { rollback?: boolean } = {}): Promise<T> {
+    const client = await this.guard(() => this.pool.connect());
+    let done = false;
+    let broken: Error | undefined;
+    let out: T;
+    try {
+      await this.guard(() => client.query('begin'));
+      out = await fn(new PgDb(onClient(client), this.onSchemaMissing));
+      await this.guard(() => client.query(opts.rollback ? 'rollback' : 'commit'));
+      done = true;
+    } catch (e) {
+      if (!done) {
+        try {
+          await client.query('rollback');
+        } catch (r) {
+          broken = r instanceof Error ? r : new Error(String(r));
+        }
+      }
+      throw e;
+    } finally {
+      // Released before anything else runs: a request never holds two connections at once
+      // (64 writers on a pool of 10 would wait on each other).
+      client.release(broken);
+    }
+    // A session's answer carries the WAL position its writes reached (X-Kslate-Lsn): read
+    // after the commit, so a failure to read it cannot undo the write.
+    if (!opts.rollback && this.req) await this.rememberCurrentLsn().catch(() => undefined);
+    return out;
+  }
+
+  takeIdempotencyKey(author: string, key: string, digest: string) {
+    return this.guard(() => idempotency.takeIdempotencyKey(this.conn, author, key, digest));
+  }
+
+  storeIdempotencyKey(a: IdempotencyAnswer) {
+    return this.guard(() => idempotency.storeIdempotencyKey(this.conn, a));
+  }
+
+  purgeIdempotencyKeys(limit: number) {
+    return this.guard(() => idempotency.purgeIdempotencyKeys(this.kysely, limit));
+  }
+
+  countIdempotencyKeys() {
+    return this.guard(() => idempotency.countIdempotencyKeys(this.kysely));
+  }
+
   // ---- writes --------------------------------------------------------------------------
 
   writeField(w: WriteRequest) {
@@ -299,8 +359,20 @@ export class PgDb implements Db, SweepDb, ChangeLog {
     return this.guard(() => sweep.expireRecords(this.kysely, cls, ttlSeconds, limit));
   }
 
+  expireDueRecords(limit: number) {
+    return this.guard(() => sweep.expireRecords(this.kysely, '', null, limit));
+  }
+
   purgeExpired(limit: number) {
     return this.guard(() => sweep.purgeExpired(this.kysely, limit));
+  }
+
+  historyTruncation(cls: string, rid: string) {
+    return this.guard(() => sweep.historyTruncation(this.kysely, cls, rid));
+  }
+
+  purgeHistory(cls: string, walk: RetentionWalk, rules: RetentionRules, limit: number) {
+    return this.guard(() => sweep.purgeHistoryBatch(this.kysely, cls, walk, rules, limit));
   }
 
   flagLapsedLeases(limit: number) {
@@ -328,4 +400,13 @@ export class PgDb implements Db, SweepDb, ChangeLog {
   purgeConsoleSessions(limit: number) {
     return this.guard(() => sessions.purgeConsoleSessions(this.kysely, limit));
   }
+}
+
+/**
+ * One checked-out connection seen as a pool (what Conn and Kysely take): every statement of a
+ * transaction goes to it, and releasing it is left to `PgDb.transaction`.
+ */
+function onClient(client: pg.PoolClient): pg.Pool {
+  const borrowed = { query: client.query.bind(client), release() {} };
+  return { query: client.query.bind(client), connect: async () => borrowed, end: async () => {} } as unknown as pg.Pool;
 }

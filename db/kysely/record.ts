@@ -74,11 +74,14 @@ interface RecordHead {
   rec_id: number;
   rec_version: number;
   rec_created: number;
+  rec_expires: number | null;
+  rec_last_write: number;
 }
 
 /** A get statement: the record's row, and `fields`, a subquery over its field rows (recordFields). */
 const recordWith = (cls: string, rid: string, fields: RawBuilder<unknown>) => sql`
         select r.id as rec_id, r.record_version as rec_version, ${epochMs(sql`r.created_at`)} as rec_created,
+          ${epochMs(sql`r.expires_at`)} as rec_expires, ${epochMs(sql`r.last_write_at`)} as rec_last_write,
           (${fields}) as fields
         from records r
         where r.class = ${cls} and r.rid = ${rid}`;
@@ -90,6 +93,8 @@ const recordRow = (r: RecordHead, cls: string, rid: string, fields: Pick<RecordR
   rid,
   record_version: r.rec_version,
   created_at: new Date(r.rec_created),
+  expires_at: r.rec_expires === null ? null : new Date(Number(r.rec_expires)),
+  last_write_at: new Date(Number(r.rec_last_write)),
   ...fields,
 });
 

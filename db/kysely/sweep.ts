@@ -4,7 +4,7 @@
  * the lease row, the purge queue and why entries no longer cascade.
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { RoleSubjects, WorkerGauges } from '../port.js';
+import type { RetentionRules, RetentionWalk, RoleSubjects, WorkerGauges } from '../port.js';
 import type { Database } from './schema.js';
 
 /**
@@ -43,16 +43,24 @@ export async function releaseLease(db: Kysely<Database>, name: string, holder: s
   await db.deleteFrom('sweep_lease').where('name', '=', name).where('holder', '=', holder).execute();
 }
 
-export async function expireRecords(db: Kysely<Database>, cls: string, ttlSeconds: number, limit: number): Promise<number> {
+export async function expireRecords(db: Kysely<Database>, cls: string, ttlSeconds: number | null, limit: number): Promise<number> {
   // One statement, so one transaction: a record is either wholly live or wholly gone to
   // every reader. SKIP LOCKED passes over a record a writer holds (its write renews it);
   // a record renewed after this statement's snapshot is re-checked under the lock
   // (READ COMMITTED re-evaluates the condition on the newest row version) and kept.
+  // ttlSeconds null: the records whose own expiry (ttl_seconds, migration 0013) has passed,
+  // whatever their class, by records_expires. A record with its own expiry is not expired
+  // by its class ttl: the class ttl is the default for the others.
+  const due =
+    ttlSeconds === null
+      ? sql`r.expires_at <= now()`
+      : sql`r.class = ${cls} and r.expires_at is null and r.last_write_at < now() - make_interval(secs => ${ttlSeconds})`;
+  const order = ttlSeconds === null ? sql`r.expires_at` : sql`r.last_write_at`;
   const res = await sql<{ n: number }>`
     with doomed as (
       select r.id, r.class, r.rid from records r
-      where r.class = ${cls} and r.last_write_at < now() - make_interval(secs => ${ttlSeconds})
-      order by r.last_write_at
+      where ${due}
+      order by ${order}
       limit ${limit}
       for update skip locked
     ), queued as (
@@ -174,5 +182,114 @@ export async function gauges(db: Kysely<Database>, classes: string[], roles: Rol
           and ${notPurged(sql`rec.class`, sql`rec.rid`, sql`h.id`)})`.execute(db);
     roleWroteNothing.set(`${r.class}/${r.role}`, res.rows[0]?.n ?? 0);
   }
-  return { records, historyRows, leasesLapsed: lapsed.rows[0]?.n ?? 0, roleWroteNothing };
+  return { records, historyRows, leasesLapsed: lapsed.rows[0]?.n ?? 0, roleWroteNothing, oldestHistory: await oldestHistory(db, classes) };
+}
+
+
+/**
+ * One bounded batch of a class's history retention (migration 0013): reads at most `limit`
+ * rows past the walk's cursor, deletes those the rules purge and `kslate_history_kept` does
+ * not keep, records the boundary readers see (`history_purged`), and moves the cursor. A
+ * changed spec restarts the walk from the oldest row. `more`: the walk has rows left.
+ */
+export async function purgeHistoryBatch(
+  db: Kysely<Database>,
+  cls: string,
+  walk: RetentionWalk,
+  r: RetentionRules,
+  limit: number,
+): Promise<{ purged: number; scanned: number; more: boolean }> {
+  // Times travel as text: a JS Date would drop the microseconds and the walk would read rows twice.
+  const cur = await sql<{ at: string | null; id: number }>`
+    insert into history_retention as t (class, rule, spec) values (${cls}, ${walk}, ${r.spec})
+    on conflict (class, rule) do update set
+      at = case when t.spec = excluded.spec then t.at end,
+      id = case when t.spec = excluded.spec then t.id else 0 end,
+      spec = excluded.spec
+    returning t.at::text as at, t.id`.execute(db);
+  const { at, id } = cur.rows[0]!;
+  const after = at === null ? sql`true` : sql`(h.created_at, h.id) > (${at}::timestamptz, ${id}::bigint)`;
+  let res;
+  if (walk === 'age' || walk === 'rejected') {
+    const secs = walk === 'age' ? r.maxAgeSeconds : r.rejectedMaxAgeSeconds;
+    if (secs === null) return { purged: 0, scanned: 0, more: false };
+    const rejected = walk === 'rejected' ? sql`and h.outcome <> 'applied'` : sql``;
+    res = await sql<{ scanned: number; purged: number; last_at: string | null; last_id: number | null }>`
+      with cand as (
+        select h.id, h.created_at from history h
+        where h.class = ${cls} and h.created_at < now() - make_interval(secs => ${secs}) and ${after} ${rejected}
+        order by h.created_at, h.id
+        limit ${limit}
+        for update skip locked
+      ), del as (
+        delete from history h using cand c where h.id = c.id and not kslate_history_kept(h)
+        returning h.id, h.rid, h.created_at
+      ), mark as (
+        insert into history_purged as p (class, rid, before, before_id)
+        select ${cls}, rid, max(created_at), max(id) from del group by rid
+        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
+                                               before_id = greatest(p.before_id, excluded.before_id)
+      ), last as (select created_at, id from cand order by created_at desc, id desc limit 1)
+      select (select count(*) from cand)::int as scanned, (select count(*) from del)::int as purged,
+             (select created_at::text from last) as last_at, (select id from last) as last_id`.execute(db);
+  } else {
+    const beyond = r.keepLast === null ? sql`false` : sql`h.id < coalesce((
+        select k.id from history k where k.class = ${cls} and k.rid = p.rid and k.field = p.field
+        order by k.id desc offset ${r.keepLast - 1} limit 1), 0)`;
+    const old = r.maxAgeSeconds === null ? sql`false` : sql`h.created_at < now() - make_interval(secs => ${r.maxAgeSeconds})`;
+    const rej = r.rejectedMaxAgeSeconds === null
+      ? sql`false`
+      : sql`(h.outcome <> 'applied' and h.created_at < now() - make_interval(secs => ${r.rejectedMaxAgeSeconds}))`;
+    res = await sql<{ scanned: number; purged: number; last_at: string | null; last_id: number | null }>`
+      with scan as (
+        select h.rid, h.field, h.created_at, h.id from history h
+        where h.class = ${cls} and ${after}
+        order by h.created_at, h.id
+        limit ${limit}
+      ), pairs as (
+        select distinct rid, field from scan
+      ), doomed as (
+        select x.id from pairs p cross join lateral (
+          select h.id from history h
+          where h.class = ${cls} and h.rid = p.rid and h.field = p.field and (${beyond} or ${old} or ${rej})
+            and not kslate_history_kept(h)
+          order by h.id
+          limit ${limit}) x
+        limit ${limit}
+      ), del as (
+        delete from history h where h.id in (select id from doomed) returning h.id, h.rid, h.created_at
+      ), mark as (
+        insert into history_purged as p (class, rid, before, before_id)
+        select ${cls}, rid, max(created_at), max(id) from del group by rid
+        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
+                                               before_id = greatest(p.before_id, excluded.before_id)
+      ), last as (select created_at, id from scan order by created_at desc, id desc limit 1)
+      select (select count(*) from scan)::int as scanned, (select count(*) from del)::int as purged,
+             (select created_at::text from last) as last_at, (select id from last) as last_id`.execute(db);
+  }
+  const row = res.rows[0]!;
+  // The per-field walk stays where it is while a batch deletes its whole limit (the same
+  // (record, field)s have more to purge); otherwise it moves past what it read.
+  const stay = walk === 'fields' && row.purged >= limit;
+  if (row.last_id !== null && !stay) {
+    await sql`update history_retention set at = ${row.last_at}::timestamptz, id = ${row.last_id}
+              where class = ${cls} and rule = ${walk} and spec = ${r.spec}`.execute(db);
+  }
+  return { purged: row.purged, scanned: row.scanned, more: row.scanned >= limit || stay };
+}
+
+/** The oldest retained history row per class (the `kslate_history_oldest_row_age_seconds` gauge): one index probe each. */
+export async function oldestHistory(db: Kysely<Database>, classes: string[]): Promise<Map<string, Date>> {
+  const res = await sql<{ class: string; at: Date | null }>`
+    select c as class, (select min(h.created_at) from history h where h.class = c) as at
+    from unnest(${classes}::text[]) as c`.execute(db);
+  return new Map(res.rows.filter((r) => r.at !== null).map((r) => [r.class, r.at!]));
+}
+
+/** Where a record's history was cut by retention (migration 0013): the newest time and greatest seq purged. */
+export async function historyTruncation(db: Kysely<Database>, cls: string, rid: string): Promise<{ before: Date; beforeSeq: number } | null> {
+  const res = await sql<{ before: Date; before_id: number }>`
+    select before, before_id from history_purged where class = ${cls} and rid = ${rid}`.execute(db);
+  const r = res.rows[0];
+  return r ? { before: r.before, beforeSeq: Number(r.before_id) } : null;
 }

@@ -12,7 +12,7 @@ import type { Database } from './schema.js';
 /** The put and append of migration 0010, named: decided and applied, or refused, in one statement. */
 export const WRITE = {
   name: 'kslate_write',
-  text: 'select outcome, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing from kslate_write($1, $2, $3, $4, $5, $6, $7::jsonb, $8::text[], $9, $10, $11, $12, $13, $14, $15)',
+  text: 'select outcome, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, expires_ms from kslate_write($1, $2, $3, $4, $5, $6, $7::jsonb, $8::text[], $9, $10, $11, $12, $13, $14, $15, $16::integer)',
 };
 
 /** The claim of migrations 0006 and 0010, named. */
@@ -38,6 +38,7 @@ export async function writeField(c: Statements, w: WriteRequest): Promise<WriteR
     j(w.based_on),
     j(w.invocation),
     w.expected_version,
+    w.ttl_seconds ?? null,
   ]);
   return writeResult(res.rows[0]);
 }
@@ -55,13 +56,21 @@ interface WriteRow {
   /** [field, your_version, current_version, current_author, current_evidence] per moved premise. */
   moved: [string, number, number, string | null, string | null][] | null;
   missing: string[] | null;
+  /** The record's expiry after the write (migration 0013), when the write gave ttl_seconds. */
+  expires_ms: number | null;
 }
 
 function writeResult(r: WriteRow): WriteResult {
   switch (r.outcome) {
     case 'applied':
       if (r.record_version === null) throw new Error('kslate_write applied a write without a record version');
-      return { outcome: 'applied', version: r.version, record_version: r.record_version, created: r.created };
+      return {
+        outcome: 'applied',
+        version: r.version,
+        record_version: r.record_version,
+        created: r.created,
+        expires_at: r.expires_ms === null || r.expires_ms === undefined ? null : new Date(Number(r.expires_ms)),
+      };
     case 'stale':
       return {
         outcome: 'stale',

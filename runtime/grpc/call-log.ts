@@ -15,8 +15,8 @@ export interface CallLog {
   author: string | undefined;
   /** Write the access-log line with this status (and the spec's error code, if refused). */
   logged(status: number, error?: string): void;
-  /** Send the initial metadata (the request id) if it has not gone yet. */
-  sendId(): void;
+  /** Send the initial metadata (the request id, and `extra`) if it has not gone yet. */
+  sendId(extra?: Record<string, string>): void;
 }
 
 export function beginCall(
@@ -28,11 +28,12 @@ export function beginCall(
 ): CallLog {
   const started = performance.now();
   let sent = false;
-  const sendId = () => {
+  const sendId = (extra?: Record<string, string>) => {
     if (sent) return;
     sent = true;
     const idMetadata = new grpc.Metadata();
     idMetadata.set('x-request-id', requestId);
+    for (const [k, v] of Object.entries(extra ?? {})) idMetadata.set(k, v);
     call.sendMetadata(idMetadata);
   };
   if (sendNow) sendId();

@@ -187,15 +187,18 @@ export function recordMsg(r: Obj): RecordMsg {
     Object.defineProperty(fields, name, { value: fieldMsg(f as Obj), enumerable: true, writable: true, configurable: true });
   }
   const omitted = Array.isArray(r.omitted_fields) ? (r.omitted_fields as unknown[]).filter((n): n is string => typeof n === 'string') : [];
-  return { record: str(r.record) ?? '', record_version: num(r.record_version), fields, omitted_fields: omitted };
+  return { record: str(r.record) ?? '', record_version: num(r.record_version), fields, omitted_fields: omitted, ...optional('expires_at', r.expires_at) };
 }
 
 export function writeResultMsg({ created, body }: Outcome): WriteResult {
-  return { record: str(body.record), field: str(body.field), version: num(body.version), record_version: num(body.record_version), created: created === true };
+  return { record: str(body.record), field: str(body.field), version: num(body.version), record_version: num(body.record_version), created: created === true, ...optional('expires_at', body.expires_at), ...dry(body) };
 }
 
+/** A dry run's result says so (issue 33); an ordinary one leaves the field unset. */
+const dry = (body: Obj): { dry_run?: true } => (body.dry_run === true ? { dry_run: true } : {});
+
 export function appendResultMsg({ created, body }: Outcome): AppendResult {
-  return { record: str(body.record), field: str(body.field), seq: num(body.seq), record_version: num(body.record_version), created: created === true };
+  return { record: str(body.record), field: str(body.field), seq: num(body.seq), record_version: num(body.record_version), created: created === true, ...optional('expires_at', body.expires_at), ...dry(body) };
 }
 
 export function claimResultMsg({ created, body }: Outcome): ClaimResult {
@@ -208,6 +211,7 @@ export function claimResultMsg({ created, body }: Outcome): ClaimResult {
     record_version: num(body.record_version),
     ...optional('took_over_from', body.took_over_from),
     created: created === true,
+    ...dry(body),
   };
 }
 
@@ -231,7 +235,7 @@ export function transactResultMsg({ created, body }: Outcome): TransactResult {
 }
 
 export function checkpointSaveResultMsg({ body }: Outcome): CheckpointSaveResult {
-  return { record: str(body.record), role: str(body.role), checkpoint_id: num(body.checkpoint_id), record_version: num(body.record_version) };
+  return { record: str(body.record), role: str(body.role), checkpoint_id: num(body.checkpoint_id), record_version: num(body.record_version), ...dry(body) };
 }
 
 export function checkpointLoadResultMsg({ body }: Outcome): CheckpointLoadResult {
@@ -283,5 +287,5 @@ export function historyEntryMsg(r: Obj): HistoryEntry {
 
 export function historyResultMsg({ body }: Outcome): HistoryResult {
   const rows = Array.isArray(body.history) ? (body.history as Obj[]) : [];
-  return { record: str(body.record), history: rows.map(historyEntryMsg), ...optional('next_before', body.next_before) };
+  return { record: str(body.record), history: rows.map(historyEntryMsg), ...optional('next_before', body.next_before), ...optional('truncated_before', body.truncated_before) };
 }

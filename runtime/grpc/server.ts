@@ -16,6 +16,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import { MAX_BODY_BYTES, type RawBody } from '../../handlers/body.js';
+import type { WriteOptions } from '../../handlers/write-once.js';
 import { ERROR_TABLE, SvcError } from '../../handlers/errors.js';
 import { asSvcError, operations, type Operation } from '../../handlers/index.js';
 import type { Outcome } from '../../handlers/pipeline.js';
@@ -167,6 +168,7 @@ export async function startGrpc(
           authorization: firstText(call.metadata, 'authorization'),
           scope: firstText(call.metadata, 'x-svc-scope'),
           requestId,
+          ...(op.write ? { write: writeOptions(call) } : {}),
           minLsn: firstText(call.metadata, MIN_LSN_KEY),
         },
         op,
@@ -183,6 +185,7 @@ export async function startGrpc(
       if (r.lsn !== null) trailer.set(LSN_KEY, r.lsn);
       if (!r.ok) {
         const status = toGrpc(r.error, requestId);
+        if (r.error.replayed) status.metadata?.set(REPLAYED_KEY, 'true');
         if (r.lsn !== null) status.metadata?.set(LSN_KEY, r.lsn);
         log.sendId();
         callback(status);
@@ -204,7 +207,7 @@ export async function startGrpc(
           }
           throw e;
         }
-        log.sendId();
+        log.sendId(out.replayed ? { [REPLAYED_KEY]: 'true' } : undefined);
         callback(null, bytes, trailer);
         logged(grpc.status.OK);
       } catch (e) {
@@ -254,6 +257,7 @@ export async function startGrpc(
           expected_version: msg.expected_version,
           ...(msg.evidence !== undefined ? { evidence: msg.evidence } : {}),
           ...premises(msg.based_on, msg.declare_no_premises),
+          ...(msg.ttl_seconds !== undefined ? { ttl_seconds: Number(msg.ttl_seconds) } : {}),
         })),
       writeResultMsg,
     ),
@@ -264,6 +268,7 @@ export async function startGrpc(
           // "" is unset in proto3; either way append answers EVIDENCE_REQUIRED at its step.
           ...(msg.evidence !== '' ? { evidence: msg.evidence } : {}),
           ...premises(msg.based_on, msg.declare_no_premises),
+          ...(msg.ttl_seconds !== undefined ? { ttl_seconds: Number(msg.ttl_seconds) } : {}),
         })),
       appendResultMsg,
     ),
@@ -620,6 +625,16 @@ async function listenGrpc(
 }
 
 // ---- translation helpers ----------------------------------------------------------------
+
+/** Response metadata of an answer replayed from its idempotency key (issue 33): initial metadata on success, trailers on a rejection. */
+export const REPLAYED_KEY = 'idempotent-replayed';
+
+/** A write's idempotency key (metadata `idempotency-key`) and its message's `dry_run`. */
+function writeOptions(call: { metadata: grpc.Metadata; request: Decoded<unknown> }): WriteOptions {
+  const key = firstText(call.metadata, 'idempotency-key');
+  const dry = call.request.ok && (call.request.msg as { dry_run?: boolean }).dry_run === true;
+  return { ...(key !== undefined ? { idempotencyKey: key } : {}), ...(dry ? { dryRun: true } : {}) };
+}
 
 /** `<class>/<id>` split at the first '/'; a missing id is left empty for the handler to refuse. */
 export function splitRecord(record: string): { class: string; id: string } {

@@ -8,6 +8,7 @@ import type { UnofficialStatusCode } from 'hono/utils/http-status';
 import type { RawBody } from '../../handlers/body.js';
 import { SvcError } from '../../handlers/errors.js';
 import { asSvcError, operations, type Operation } from '../../handlers/index.js';
+import { IN_USE_RETRY_AFTER_SECONDS } from '../../handlers/write-once.js';
 import { watchOperations } from '../../handlers/watch.js';
 import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } from './mcp/server.js';
 import { ClientClosedRequest, runRequest, type AppServices } from '../request.js';
@@ -141,19 +142,45 @@ export async function readyz(c: Context, s: Pick<AppServices, 'readiness'>): Pro
 
 async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: PeerAddress): Promise<Response> {
   let close = false;
-  const r = await runRequest(s, requestMeta(c, s, peer), op, async () => {
+  let names = queryNames(c.req.url);
+  let query = c.req.query();
+  const meta = requestMeta(c, s, peer);
+  if (op.write) {
+    // Issue 33: the key and `dry_run` reach the handlers as the context's write options. A
+    // dry_run other than one `true` or `false` stays a parameter, which the handler refuses
+    // (MALFORMED) at its step like any other.
+    const key = c.req.header('idempotency-key');
+    const dry = names.filter((n) => n === DRY_RUN);
+    const dryRun = dry.length === 1 && (query[DRY_RUN] === 'true' || query[DRY_RUN] === 'false') ? query[DRY_RUN] === 'true' : undefined;
+    if (dryRun !== undefined) {
+      names = names.filter((n) => n !== DRY_RUN);
+      const { [DRY_RUN]: _, ...rest } = query;
+      query = rest;
+    }
+    meta.write = { ...(key !== undefined ? { idempotencyKey: key } : {}), ...(dryRun ? { dryRun } : {}) };
+  }
+  const r = await runRequest(s, meta, op, async () => {
     const body: RawBody = op.write ? await readBody(c.req.raw) : { kind: 'none' };
     // The rest of an oversized body is never read, so this connection cannot carry another request.
     if (body.kind === 'too-large') close = true;
-    const names = queryNames(c.req.url);
-    return op.fromHttp({ params: c.req.param() as Record<string, string>, query: c.req.query(), names, body });
+    return op.fromHttp({ params: c.req.param() as Record<string, string>, query, names, body });
   });
   if (r.identity) c.set('author', r.identity.author);
   const extra = r.lsn === null ? undefined : { [LSN_HEADER]: r.lsn };
   if (!r.ok) {
     c.set('errorCode', r.error.code);
-    return reply(c, r.error.status, r.error.body(), close, extra);
+    const res = reply(c, r.error.status, r.error.body(), close, extra);
+    if (r.error.replayed) res.headers.set(REPLAYED_HEADER, 'true');
+    if (r.error.code === 'IDEMPOTENCY_KEY_IN_USE') res.headers.set('retry-after', String(IN_USE_RETRY_AFTER_SECONDS));
+    return res;
   }
-  // A body the handler already wrote as JSON text (history) goes out as it is.
-  return replyText(c, r.out.created ? 201 : 200, r.out.json ?? JSON.stringify(r.out.body), close, extra);
+  // A body the handler already wrote as JSON text (history, a replayed answer) goes out as it is.
+  const res = replyText(c, r.out.created ? 201 : 200, r.out.json ?? JSON.stringify(r.out.body), close, extra);
+  if (r.out.replayed) res.headers.set(REPLAYED_HEADER, 'true');
+  return res;
 }
+
+/** The query parameter of a dry run (issue 33). */
+const DRY_RUN = 'dry_run';
+/** Set on an answer replayed from its idempotency key (draft-ietf-httpapi-idempotency-key-header). */
+const REPLAYED_HEADER = 'idempotent-replayed';

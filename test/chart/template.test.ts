@@ -2,6 +2,8 @@
  * `helm template` assertions per value, with every pinned helm: what each key of the
  * deployment values table (interface "Deployment values") does to the rendered objects.
  */
+import { readFileSync } from 'node:fs';
+import { parseAllDocuments } from 'yaml';
 import { describe, expect, test } from 'vitest';
 import { find, HELM_VERSIONS, NAMESPACE, ofKind, render, renderError, type K8sObject } from './render.js';
 import { parseManifest } from '../../handlers/class-schema.js';
@@ -434,6 +436,18 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       expect(validateAgainstCrd(sc)).toEqual({ ok: true });
       const parsed = parseManifest({ apiVersion: sc.apiVersion, kind: sc.kind, metadata: { name: sc.metadata.name, namespace: sc.metadata.namespace }, spec: sc.spec });
       expect(parsed.ok ? [] : parsed.problems).toEqual([]);
+    });
+    test('the @kslate/langgraph classes: the shipped specs, the graph role held by the responder', () => {
+      const objs = render(v, ['example']);
+      const shipped = parseAllDocuments(readFileSync(new URL('../../integrations/langgraph/classes/langgraph.yaml', import.meta.url), 'utf8')).map((d) => d.toJS());
+      for (const c of shipped) {
+        const sc = find(objs, 'SharedContext', c.metadata.name);
+        expect(validateAgainstCrd(sc)).toEqual({ ok: true });
+        expect(sc.spec.roles.graph.subjects).toEqual(['k8s-sa:kslate-example/responder']);
+        expect({ ...sc.spec, roles: {} }).toEqual({ ...c.spec, roles: {} });
+        const parsed = parseManifest({ apiVersion: sc.apiVersion, kind: sc.kind, metadata: { name: sc.metadata.name, namespace: sc.metadata.namespace }, spec: sc.spec });
+        expect(parsed.ok ? [] : parsed.problems).toEqual([]);
+      }
     });
     test('createNamespace false: no Namespace; another namespace is followed everywhere', () => {
       const objs = render(v, ['example'], { 'example.createNamespace': false, 'example.namespace': 'team-a' });

@@ -47,7 +47,7 @@ beforeAll(async () => {
   await pool.query(`delete from records where rid = 'r3'`);
   // An entry no record and no queue row names: unreachable (record ids are never reused).
   await pool.query(`insert into entries (record_id, field, seq, value, author) values (999999, 'log', 1, '"orphan"', 'x')`);
-  expect(await migrate(pool)).toEqual({ applied: [14] });
+  expect(await migrate(pool)).toEqual({ applied: migrations.filter((x) => x.version > 10).map((x) => x.version) });
 });
 
 afterAll(async () => {

@@ -45,7 +45,7 @@ const HANG_MS = 30_000;
  * once. Until then a write of unknown outcome is checked in the final history: applied at most
  * once, its acknowledged peers exactly once.
  */
-const IDEMPOTENCY_KEYS = false;
+const IDEMPOTENCY_KEYS = true;
 /** The bound: writes are served again this soon after the new primary accepts them. */
 const RECOVERY_MS = 10_000;
 

@@ -166,6 +166,7 @@ describe('errors and parameters', () => {
     expect(s409.discriminator).toEqual({
       propertyName: 'error',
       mapping: {
+        IDEMPOTENCY_KEY_IN_USE: '#/components/schemas/IdempotencyKeyInUseError',
         STALE: '#/components/schemas/StaleError',
         STALE_PREMISE: '#/components/schemas/StalePremiseError',
       },

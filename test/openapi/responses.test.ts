@@ -315,6 +315,22 @@ describe('operations: error answers', () => {
     expect(typeof a.body.oldest).toBe('string');
   });
 
+  test('IDEMPOTENCY_KEY_REUSED and IDEMPOTENCY_KEY_IN_USE answer as documented', async () => {
+    const key = { 'idempotency-key': 'doc-key-1' };
+    expect((await call('alice', 'PUT', PUT, P('idem1', 'title'), { value: 'a', expected_version: 0 }, key)).status).toBe(201);
+    expectCode(await call('alice', 'PUT', PUT, P('idem1', 'title'), { value: 'b', expected_version: 0 }, key), 'IDEMPOTENCY_KEY_REUSED');
+    // The key held by another session stands for a first request still running.
+    const c = new pg.Client({ connectionString: t.db.url });
+    await c.connect();
+    try {
+      await c.query(`select pg_advisory_lock(hashtextextended('apikey:alice' || chr(10) || 'doc-key-2', 11))`);
+      const a = await call('alice', 'PUT', PUT, P('idem2', 'title'), { value: 'a', expected_version: 0 }, { 'idempotency-key': 'doc-key-2' });
+      expectCode(a, 'IDEMPOTENCY_KEY_IN_USE');
+    } finally {
+      await c.end();
+    }
+  });
+
   test('405 METHOD_NOT_ALLOWED with Allow, and 404 for an unknown path, as components.responses say', async () => {
     const responses = (doc.components as Json).responses as Record<string, Json>;
     const ajv = ajvFor(doc);

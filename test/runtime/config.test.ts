@@ -368,6 +368,9 @@ describe('README configuration table', () => {
 describe('standbys for reads (docs/ha.md "Reads from standbys")', () => {
   it('takes --database-replica-url repeated, or KSLATE_DATABASE_REPLICA_URL as a comma-separated list; the flags beat the variable', () => {
     expect(parseConfig([], {}).databaseReplicaUrls).toEqual([]);
+    expect(parseConfig([], {}).writeLsn).toBe('auto');
+    expect(parseConfig(['--write-lsn', 'on'], {}).writeLsn).toBe('on');
+    expect(() => parseConfig(['--write-lsn', 'yes'], {})).toThrow(/--write-lsn \(KSLATE_WRITE_LSN\) must be auto, on or off/);
     expect(parseConfig(['--database-replica-url', 'postgres://a/db', '--database-replica-url', 'postgresql://b/db'], {}).databaseReplicaUrls).toEqual([
       'postgres://a/db',
       'postgresql://b/db',

@@ -38,7 +38,7 @@ describe('on a gateway', () => {
   let t: TestGateway;
   let pool: pg.Pool;
   beforeAll(async () => {
-    t = await startTestGateway([incident], { extraArgs: ['--grpc-port', String(await freePort())] });
+    t = await startTestGateway([incident], { extraArgs: ['--grpc-port', String(await freePort()), '--write-lsn', 'on'] });
     pool = new pg.Pool({ connectionString: t.db.url, max: 1 });
   });
   afterAll(async () => {
@@ -167,12 +167,29 @@ describe('on a gateway', () => {
   });
 });
 
+describe('--write-lsn', () => {
+  it('auto (the default) without standbys: writes answer without X-Kslate-Lsn and take no extra round trip', async () => {
+    const t = await startTestGateway([incident]);
+    try {
+      const res = await fetch(`${t.url}/v1/records/incident/nolsn-auto/fields/scratch`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${KEYS.alice}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ value: 1 }),
+      });
+      expect(res.status).toBe(201);
+      expect(res.headers.get('x-kslate-lsn')).toBeNull();
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('on a server that refuses pg_current_wal_insert_lsn() (some managed services)', () => {
   it('writes still succeed, without X-Kslate-Lsn, on connections that stay in use; the gateway says why once', async () => {
     const db = await freshDatabase();
     const warnings: string[] = [];
     const log = { ...quietLog, warn: (m: string) => void warnings.push(m) };
-    const t = await startTestGateway([incident], { db, log });
+    const t = await startTestGateway([incident], { db, log, extraArgs: ['--write-lsn', 'on'] });
     const admin = new pg.Client({ connectionString: db.url });
     await admin.connect();
     try {

@@ -114,10 +114,11 @@ describe('tools/list', () => {
     }
     const props = (name: string) => Object.keys(byName[name].inputSchema.properties ?? {}).sort();
     expect(props('svc_get')).toEqual(['entries_before', 'entries_limit', 'fields', 'min_lsn', 'record']);
-    expect(props('svc_put')).toEqual(['based_on', 'evidence', 'expected_version', 'field', 'invocation', 'record', 'value']);
-    expect(props('svc_append')).toEqual(['based_on', 'entry', 'evidence', 'field', 'invocation', 'record']);
-    expect(props('svc_claim')).toEqual(['field', 'invocation', 'lease_seconds', 'record', 'renew']);
-    expect(props('svc_checkpoint')).toEqual(['action', 'document', 'min_lsn', 'record', 'role']);
+    // Every write tool takes idempotency_key and dry_run (issue 33); put and append ttl_seconds (issue 37).
+    expect(props('svc_put')).toEqual(['based_on', 'dry_run', 'evidence', 'expected_version', 'field', 'idempotency_key', 'invocation', 'record', 'ttl_seconds', 'value']);
+    expect(props('svc_append')).toEqual(['based_on', 'dry_run', 'entry', 'evidence', 'field', 'idempotency_key', 'invocation', 'record', 'ttl_seconds']);
+    expect(props('svc_claim')).toEqual(['dry_run', 'field', 'idempotency_key', 'invocation', 'lease_seconds', 'record', 'renew']);
+    expect(props('svc_checkpoint')).toEqual(['action', 'document', 'dry_run', 'idempotency_key', 'min_lsn', 'record', 'role']);
     expect(props('svc_query')).toEqual(['after', 'class', 'filters', 'limit', 'min_lsn']);
     expect(byName.svc_put.inputSchema.required).toEqual(['record', 'field', 'value']);
     expect(byName.svc_append.inputSchema.required).toEqual(['record', 'field', 'entry', 'evidence']);

@@ -63,13 +63,15 @@ test('the write tools list exactly the keys of their handler body schemas', () =
   const props = (tool: string) => Object.keys((TOOL_LIST.find((t) => t.name === tool)!.inputSchema as { properties: object }).properties).sort();
   const keys = (schema: { entries: object }, ...address: string[]) =>
     [...address, ...Object.keys(schema.entries).filter((k) => k !== 'declare_no_premises')].sort();
-  expect(props('svc_put')).toEqual(keys(putBody, 'record', 'field'));
-  expect(props('svc_append')).toEqual(keys(appendBody, 'record', 'field'));
-  expect(props('svc_claim')).toEqual(keys(claimBody, 'record', 'field'));
-  expect(props('svc_transaction')).toEqual(keys(transactionBody, 'record'));
+  // What every write tool adds (issue 33): the idempotency key and the dry-run flag.
+  const write = ['dry_run', 'idempotency_key'];
+  expect(props('svc_put')).toEqual(keys(putBody, 'record', 'field', ...write));
+  expect(props('svc_append')).toEqual(keys(appendBody, 'record', 'field', ...write));
+  expect(props('svc_claim')).toEqual(keys(claimBody, 'record', 'field', ...write));
+  expect(props('svc_transaction')).toEqual(keys(transactionBody, 'record', ...write));
   // svc_checkpoint carries save (its body) and load (`role`, a query parameter on HTTP).
   // The tools that read also take `min_lsn`, HTTP's X-Kslate-Min-Lsn header (docs/ha.md).
-  expect(props('svc_checkpoint')).toEqual([...keys(saveBody, 'record', 'action', 'min_lsn'), ...Object.keys(loadParams.entries)].sort());
+  expect(props('svc_checkpoint')).toEqual([...keys(saveBody, 'record', 'action', 'min_lsn', ...write), ...Object.keys(loadParams.entries)].sort());
   // The reads: their handlers' parameter schemas, whose keys are also the names they accept.
   expect(props('svc_get')).toEqual(keys(getParams, 'record', 'min_lsn'));
   expect(props('svc_query')).toEqual(keys(queryParams, 'class', 'min_lsn'));
@@ -96,7 +98,7 @@ test('each tool argument is converted from the schema entry its operation declar
       checked++;
     }
   }
-  expect(checked).toBe(24);
+  expect(checked).toBe(26); // 20, the transaction tool's 4 (issue 33), ttl_seconds on put and append (issue 37)
   // A few that matter to a model: bounds from the handlers' constants.
   const props = (tool: string) => (TOOL_LIST.find((t) => t.name === tool)!.inputSchema as any).properties;
   expect(props('svc_get').entries_limit.maximum).toBe(MAX_ENTRIES_LIMIT);

@@ -89,7 +89,7 @@ export const RESOURCE_TEMPLATES: ResourceTemplate[] = [
     name: 'record-history',
     title: "A record's history",
     description: [
-      "The newest page of a record's audit history (GET /v1/records/{class}/{id}/history): {record, history: [{seq, field, op, version, value, author, outcome, created_at, ...}], next_before?}, newest first, only fields your role may read.",
+      "The newest page of a record's audit history (GET /v1/records/{class}/{id}/history): {record, history: [{seq, field, op, version, value, author, outcome, created_at, ...}], truncated_before?, next_before?}, newest first, only fields your role may read; truncated_before says the page reaches rows purged by the class history retention.",
       'Query parameters as on HTTP: ?field=<name>, ?limit=N (1 to 10000), ?before=<next_before> for the next older page.',
     ].join(' '),
     mimeType: MIME_JSON,

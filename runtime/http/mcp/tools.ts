@@ -13,6 +13,7 @@ import type { CheckpointLoadInput } from '../../../handlers/checkpoint-load.js';
 import type { GetInput } from '../../../handlers/get.js';
 import { operations, type Operation } from '../../../handlers/index.js';
 import type { McpSurface } from '../../../handlers/types.js';
+import type { WriteOptions } from '../../../handlers/write-once.js';
 import type { Outcome } from '../../../handlers/pipeline.js';
 import type { QueryInput } from '../../../handlers/query.js';
 import { checkMinLsn, type Caller } from '../../request.js';
@@ -263,6 +264,27 @@ if (undeclared.length > 0 || missing.length > 0) {
   throw new Error(`MCP tools and the operation table disagree: not declared ${JSON.stringify(undeclared)}, not defined ${JSON.stringify(missing)}`);
 }
 
+/** The tools that carry a write (one of their operations is): they take `idempotency_key` and `dry_run`. */
+const WRITE_TOOLS = new Set((Object.values(operations) as Operation[]).flatMap((o) => (o.write && o.mcp ? [o.mcp.tool] : [])));
+
+/** What MCP adds to a write tool's arguments (issue 33; handlers/write-once.ts). */
+export const WRITE_ARGS: v.ObjectEntries = {
+  idempotency_key: v.optional(
+    v.pipe(
+      v.string(),
+      v.description(
+        'Optional, 1 to 255 printable ASCII characters (e.g. a UUID per logical write): a retry with the same key and arguments returns the first answer and writes nothing again (_meta "kslate/idempotent-replayed": true); kept 24 h. Reusing it for other arguments is IDEMPOTENCY_KEY_REUSED; while the first call still runs, IDEMPOTENCY_KEY_IN_USE (retry shortly).',
+      ),
+    ),
+  ),
+  dry_run: v.optional(
+    v.pipe(
+      v.boolean(),
+      v.description('true: run every check against the current state and answer what the write would answer now, with "dry_run": true; nothing is written.'),
+    ),
+  ),
+};
+
 /** The operations that declare a tool, in table order (one, or one per `action`). */
 function declaring(tool: string): McpSurface[] {
   return (Object.values(operations) as Operation[]).flatMap((o) => (o.mcp?.tool === tool ? [o.mcp] : []));
@@ -278,6 +300,7 @@ export function listing(tool: ToolDef): Tool {
   const several = ops.length > 1;
   const entries: v.ObjectEntries = { ...tool.address };
   const required = new Set(Object.keys(tool.address));
+  const args = (o: McpSurface, write: boolean) => (write ? { ...o.args, ...WRITE_ARGS } : o.args);
   if (tool.reads) {
     entries[MIN_LSN_ARG] = v.optional(
       v.pipe(
@@ -289,7 +312,8 @@ export function listing(tool: ToolDef): Tool {
     );
   }
   for (const o of ops) {
-    for (const [k, schema] of Object.entries(o.args)) {
+    const write = (Object.values(operations) as Operation[]).some((x) => x.mcp === o && x.write);
+    for (const [k, schema] of Object.entries(args(o, write))) {
       // Several actions: each takes its own arguments, so none is required of the tool.
       entries[k] = several && schema.type !== 'optional' ? v.optional(schema) : schema;
       if (!several && o.required?.includes(k)) required.add(k);
@@ -354,14 +378,39 @@ export async function callTool(name: string, args: ToolArgs | undefined, caller:
       minLsn = checkMinLsn(token);
       a = rest;
     }
+    // The key and the dry-run flag ride on every run of a write tool's call (handlers/write-once.ts).
+    let write: WriteOptions | undefined;
+    if (WRITE_TOOLS.has(name)) ({ args: a, write } = writeOptionsOf(a));
     // The call's token goes in, the position its write reached comes back (the tools run one operation each).
     const call: Caller = {
       ...caller,
-      run: (op, decode, opts = {}) => caller.run(op, decode, { ...opts, ...(minLsn !== undefined ? { minLsn } : {}), onLsn: (l) => (lsn = l) }),
+      run: (op, decode, opts = {}) =>
+        caller.run(op, decode, { ...opts, ...(minLsn !== undefined ? { minLsn } : {}), ...(write ? { write } : {}), onLsn: (l) => (lsn = l) }),
     };
     const out = await tool.run(call, a);
-    return toolResult(out.body, false, lsn);
+    return replayMark(toolResult(out.body, false, lsn), out.replayed);
   } catch (e) {
-    return toolResult(caller.errorOf(e).body(), true, lsn);
+    const err = caller.errorOf(e);
+    return replayMark(toolResult(err.body(), true, lsn), err.replayed);
   }
+}
+
+/**
+ * The key and the dry-run flag taken out of a write tool's arguments. One of another type
+ * stays an argument, which the handler refuses (MALFORMED) at its step like any unknown key.
+ */
+function writeOptionsOf(args: ToolArgs): { args: ToolArgs; write: WriteOptions } {
+  const { idempotency_key: key, dry_run: dry, ...rest } = args;
+  const out: ToolArgs = { ...rest };
+  const write: WriteOptions = {};
+  if (typeof key === 'string') write.idempotencyKey = key;
+  else if (key !== undefined) out.idempotency_key = key;
+  if (typeof dry === 'boolean') write.dryRun = dry;
+  else if (dry !== undefined) out.dry_run = dry;
+  return { args: out, write };
+}
+
+/** A replayed answer says so in `_meta` (MCP's place for what is not the tool's own content). */
+function replayMark(r: CallToolResult, replayed: boolean | undefined): CallToolResult {
+  return replayed ? { ...r, _meta: { 'kslate/idempotent-replayed': true } } : r;
 }

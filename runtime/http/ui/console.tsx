@@ -370,9 +370,10 @@ async function historyPage(c: C, s: AppServices, peer: PeerAddress): Promise<Res
   const params = [...(field ? ['field'] : []), ...(before ? ['before'] : []), 'limit'];
   const r = await call(c, s, peer, operations.history, { class: cls, id, field, before, limit: HISTORY_PAGE, params });
   if (!r.ok) return refusal(c, s, r, `History of ${cls}/${id}`, { href: recordsHref(cls), text: `Records of ${cls}` });
-  const body = r.out.body as { history: HistoryRow[]; next_before?: string };
+  const body = r.out.body as { history: HistoryRow[]; next_before?: string; truncated_before?: string };
   // Diffs are worked out over every row of the page; author and outcome only choose what is shown.
-  const all = buildTimeline(body.history, before === undefined && body.next_before === undefined);
+  // A page that reaches purged rows (retention) is not the whole story either.
+  const all = buildTimeline(body.history, before === undefined && body.next_before === undefined && body.truncated_before === undefined);
   const shown = all.filter(
     (a) =>
       (!author || a.row.author === author) &&
@@ -401,6 +402,7 @@ async function historyPage(c: C, s: AppServices, peer: PeerAddress): Promise<Res
       attempts={shown}
       total={all.length}
       olderHref={olderHref}
+      truncatedBefore={body.truncated_before}
     />,
   );
 }

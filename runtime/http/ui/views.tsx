@@ -645,6 +645,8 @@ export function HistoryPage(props: {
   attempts: Attempt[];
   total: number;
   olderHref?: string;
+  /** The page reaches where class history retention purged rows (issue 37), up to this time. */
+  truncatedBefore?: string;
   error?: { code: string; message: string };
 }) {
   const outcomes = [...new Set([...KNOWN_OUTCOMES, ...props.attempts.map((a) => a.row.outcome)])];
@@ -701,6 +703,12 @@ export function HistoryPage(props: {
       <p>
         {props.attempts.length} of {props.total} attempts on this page, oldest first; applied and rejected.
       </p>
+      {props.truncatedBefore ? (
+        <p class="truncated" role="note">
+          Older attempts were purged by the class's history retention (up to {props.truncatedBefore}); the timeline
+          below starts with what is left.
+        </p>
+      ) : null}
       <ol class="timeline">
         {props.attempts.map((a) => (
           <AttemptItem a={a} />

@@ -3,6 +3,7 @@
 import type { Value as _google_protobuf_Value, Value__Output as _google_protobuf_Value__Output } from '../../google/protobuf/Value.js';
 import type { Premise as _svc_v1_Premise, Premise__Output as _svc_v1_Premise__Output } from '../../svc/v1/Premise.js';
 import type { Struct as _google_protobuf_Struct, Struct__Output as _google_protobuf_Struct__Output } from '../../google/protobuf/Struct.js';
+import type { Long } from '@grpc/proto-loader';
 
 export interface AppendRequest {
   'record'?: (string);
@@ -12,6 +13,9 @@ export interface AppendRequest {
   'based_on'?: (_svc_v1_Premise)[];
   'declare_no_premises'?: (boolean);
   'invocation'?: (_google_protobuf_Struct | null);
+  'ttl_seconds'?: (number | string | Long);
+  'dry_run'?: (boolean);
+  '_ttl_seconds'?: "ttl_seconds";
 }
 
 export interface AppendRequest__Output {
@@ -22,4 +26,7 @@ export interface AppendRequest__Output {
   'based_on': (_svc_v1_Premise__Output)[];
   'declare_no_premises': (boolean);
   'invocation': (_google_protobuf_Struct__Output | null);
+  'ttl_seconds'?: (number);
+  'dry_run': (boolean);
+  '_ttl_seconds'?: "ttl_seconds";
 }

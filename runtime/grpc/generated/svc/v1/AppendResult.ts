@@ -8,6 +8,9 @@ export interface AppendResult {
   'seq'?: (number | string | Long);
   'record_version'?: (number | string | Long);
   'created'?: (boolean);
+  'expires_at'?: (string);
+  'dry_run'?: (boolean);
+  '_expires_at'?: "expires_at";
 }
 
 export interface AppendResult__Output {
@@ -16,4 +19,7 @@ export interface AppendResult__Output {
   'seq': (number);
   'record_version': (number);
   'created': (boolean);
+  'expires_at'?: (string);
+  'dry_run': (boolean);
+  '_expires_at'?: "expires_at";
 }

@@ -7,6 +7,7 @@ export interface CheckpointSaveResult {
   'role'?: (string);
   'checkpoint_id'?: (number | string | Long);
   'record_version'?: (number | string | Long);
+  'dry_run'?: (boolean);
 }
 
 export interface CheckpointSaveResult__Output {
@@ -14,4 +15,5 @@ export interface CheckpointSaveResult__Output {
   'role': (string);
   'checkpoint_id': (number);
   'record_version': (number);
+  'dry_run': (boolean);
 }

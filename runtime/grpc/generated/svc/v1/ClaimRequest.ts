@@ -8,6 +8,7 @@ export interface ClaimRequest {
   'lease_seconds'?: (number);
   'renew'?: (boolean);
   'invocation'?: (_google_protobuf_Struct | null);
+  'dry_run'?: (boolean);
   '_lease_seconds'?: "lease_seconds";
 }
 
@@ -17,5 +18,6 @@ export interface ClaimRequest__Output {
   'lease_seconds'?: (number);
   'renew': (boolean);
   'invocation': (_google_protobuf_Struct__Output | null);
+  'dry_run': (boolean);
   '_lease_seconds'?: "lease_seconds";
 }

@@ -11,6 +11,7 @@ export interface ClaimResult {
   'record_version'?: (number | string | Long);
   'took_over_from'?: (string);
   'created'?: (boolean);
+  'dry_run'?: (boolean);
   '_owner'?: "owner";
   '_lease_expires_at'?: "lease_expires_at";
   '_took_over_from'?: "took_over_from";
@@ -25,6 +26,7 @@ export interface ClaimResult__Output {
   'record_version': (number);
   'took_over_from'?: (string);
   'created': (boolean);
+  'dry_run': (boolean);
   '_owner'?: "owner";
   '_lease_expires_at'?: "lease_expires_at";
   '_took_over_from'?: "took_over_from";

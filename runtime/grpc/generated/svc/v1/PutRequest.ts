@@ -14,7 +14,10 @@ export interface PutRequest {
   'based_on'?: (_svc_v1_Premise)[];
   'declare_no_premises'?: (boolean);
   'invocation'?: (_google_protobuf_Struct | null);
+  'ttl_seconds'?: (number | string | Long);
+  'dry_run'?: (boolean);
   '_evidence'?: "evidence";
+  '_ttl_seconds'?: "ttl_seconds";
 }
 
 export interface PutRequest__Output {
@@ -26,5 +29,8 @@ export interface PutRequest__Output {
   'based_on': (_svc_v1_Premise__Output)[];
   'declare_no_premises': (boolean);
   'invocation': (_google_protobuf_Struct__Output | null);
+  'ttl_seconds'?: (number);
+  'dry_run': (boolean);
   '_evidence'?: "evidence";
+  '_ttl_seconds'?: "ttl_seconds";
 }

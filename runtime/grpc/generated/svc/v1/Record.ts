@@ -8,6 +8,8 @@ export interface Record {
   'record_version'?: (number | string | Long);
   'fields'?: ({[key: string]: _svc_v1_Field});
   'omitted_fields'?: (string)[];
+  'expires_at'?: (string);
+  '_expires_at'?: "expires_at";
 }
 
 export interface Record__Output {
@@ -15,4 +17,6 @@ export interface Record__Output {
   'record_version': (number);
   'fields': ({[key: string]: _svc_v1_Field__Output});
   'omitted_fields': (string)[];
+  'expires_at'?: (string);
+  '_expires_at'?: "expires_at";
 }

@@ -8,6 +8,9 @@ export interface WriteResult {
   'version'?: (number | string | Long);
   'record_version'?: (number | string | Long);
   'created'?: (boolean);
+  'expires_at'?: (string);
+  'dry_run'?: (boolean);
+  '_expires_at'?: "expires_at";
 }
 
 export interface WriteResult__Output {
@@ -16,4 +19,7 @@ export interface WriteResult__Output {
   'version': (number);
   'record_version': (number);
   'created': (boolean);
+  'expires_at'?: (string);
+  'dry_run': (boolean);
+  '_expires_at'?: "expires_at";
 }
