@@ -36,6 +36,7 @@ export const BEHAVIOUR = [
   'test/handlers/claim-race.test.ts',
   'test/handlers/concurrency.test.ts',
   'test/handlers/query-spread.test.ts',
+  'test/handlers/lease-wait.test.ts',
 ];
 
 /**
@@ -47,8 +48,6 @@ export const BEHAVIOUR = [
  *   write function is delegated there; Citus gives each node its own range of an identity
  *   sequence), so records created in order on two workers come back grouped by worker. They
  *   need one creation order across nodes (ids drawn in one place, or an order key that is);
- * - lease-wait: waits for the write's lock wait in the coordinator's pg_stat_activity, while
- *   on Citus the delegated call waits on the worker;
  * - round-trips: asserts plain PostgreSQL plans (EXPLAIN of local tables);
  * - test/watch, the class watch of the transports, and the sweep (test/worker): the change log
  *   and the sweep are not distributed yet (docs/scale-out.md).
@@ -59,7 +58,6 @@ export const NOT_YET = [
   'test/transports/parity.test.ts',
   'test/transports/grpc.test.ts',
   'test/transports/mcp.test.ts',
-  'test/handlers/lease-wait.test.ts',
   'test/handlers/round-trips.test.ts',
 ];
 
