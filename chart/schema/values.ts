@@ -104,6 +104,15 @@ export const ValuesSchema = v.pipe(v.strictObject({
       v.regex(GO_DURATION),
       describe('A read with X-Kslate-Min-Lsn waits at most this long for a standby to replay it, then reads from the primary (--replica-wait), a Go duration such as 50ms.'),
     ),
+    writeLsn: v.pipe(
+      v.picklist(['auto', 'on', 'off']),
+      describe('Answer every write with X-Kslate-Lsn, its read-your-writes token, at one more database round trip per write (--write-lsn): auto when standbys are given, on, off.'),
+    ),
+    idempotencyTtl: v.pipe(
+      v.string(),
+      v.regex(GO_DURATION),
+      describe('How long a write\'s Idempotency-Key and its stored answer are kept (--idempotency-ttl), a Go duration such as 24h.'),
+    ),
     maxHeapMB: v.pipe(
       v.number(),
       v.integer(),

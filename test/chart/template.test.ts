@@ -100,6 +100,11 @@ describe.each(HELM_VERSIONS)('helm %s template', (v) => {
       expect(env.valueFrom.secretKeyRef).toEqual({ name: 'rel-kslate-db-replicas', key: 'replica-dsns' });
       expect(flag(gw, '--replica-max-lag')).toBe('500ms');
       expect(flag(gw, '--replica-wait')).toBe('100ms');
+      // Defaults pass no flag; others do.
+      expect(flag(gw, '--write-lsn')).toBeUndefined();
+      const lsn = find(render(v, ['tls'], { 'gateway.writeLsn': 'on', 'gateway.idempotencyTtl': '2h' }), 'Deployment', GATEWAY);
+      expect(flag(lsn, '--write-lsn')).toBe('on');
+      expect(flag(lsn, '--idempotency-ttl')).toBe('2h');
       // The worker sweeps on the primary only.
       expect(container(find(objs, 'Deployment', WORKER)).env.some((e: { name: string }) => e.name === 'KSLATE_DATABASE_REPLICA_URL')).toBe(false);
       // An existing Secret instead: no chart Secret for them.

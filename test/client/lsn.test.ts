@@ -10,7 +10,8 @@ const cls = { name: 'lsn', spec: { fields: { memo: { kind: 'soft' as const } }, 
 
 let t: TestGateway;
 beforeAll(async () => {
-  t = await startTestGateway([cls]);
+  // Without standbys a gateway reads a write's LSN only when asked (--write-lsn on; docs/ha.md).
+  t = await startTestGateway([cls], { extraArgs: ['--write-lsn', 'on'] });
 });
 afterAll(async () => {
   await t?.close();

@@ -434,6 +434,8 @@ export interface components {
             declare_no_premises?: boolean;
             /** @description Optional JSON object, at most 1 KiB, identifying this call (run id, tool call id); stored with the write. */
             invocation?: Record<string, never>;
+            /** @description Optional: the record expires this many seconds after this write, unless it already expires later (the expiry is set or extended, never brought forward); at most the class's maxTtl. Without it the class ttl applies. */
+            ttl_seconds?: number;
         };
         AppendField: {
             /** @description The field's version (for an append field: its entry count). */
@@ -450,6 +452,16 @@ export interface components {
             seq: number;
             /** @description Rises with every applied write to any field of the record. */
             record_version: number;
+            /**
+             * Format: date-time
+             * @description When the record expires, after this write set or extended it (ttl_seconds).
+             */
+            expires_at?: string;
+            /**
+             * @description A dry run: what the write would answer now (the versions it would get); nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         CheckpointLoadResponse: {
             /** @description The record, "<class>/<id>". */
@@ -480,6 +492,11 @@ export interface components {
             checkpoint_id: number;
             /** @description Rises with every applied write to any field of the record. */
             record_version: number;
+            /**
+             * @description A dry run: what the write would answer now (the versions it would get); nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         ClaimBody: {
             /** @description Lease length; 0 releases; omit for the field's default. */
@@ -507,6 +524,11 @@ export interface components {
             record_version: number;
             /** @description The previous owner, whose lease had expired. */
             took_over_from?: string;
+            /**
+             * @description A dry run: what the write would answer now (the versions it would get); nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         ClassGoneError: {
             /** @constant */
@@ -516,6 +538,11 @@ export interface components {
             /** @description The record, "<class>/<id>". */
             record?: string;
             class?: string;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         ClassResponse: {
             name: string;
@@ -543,6 +570,14 @@ export interface components {
                 };
             };
             ttl: string | null;
+            /** @description The longest ttl_seconds a write may give a record; null: up to 3650d. */
+            maxTtl: string | null;
+            /** @description History retention: which rows the sweep purges ({} keeps every row). */
+            history: {
+                maxAge?: string;
+                keepLast?: number;
+                rejectedMaxAge?: string;
+            };
             checkpoint: {
                 sections?: string[];
                 requiredForResolve?: string[];
@@ -596,6 +631,11 @@ export interface components {
             field: string;
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         ExpiredError: {
             /** @constant */
@@ -605,6 +645,11 @@ export interface components {
             class: string;
             /** @description The oldest class watch cursor still in the retained window: re-read what you need, then resume from it. */
             oldest: string;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         Field: components["schemas"]["ValueField"] | components["schemas"]["TaskField"] | components["schemas"]["AppendField"];
         GetResponse: {
@@ -616,6 +661,11 @@ export interface components {
             fields: {
                 [key: string]: components["schemas"]["Field"];
             };
+            /**
+             * Format: date-time
+             * @description When the record expires: its own expiry (ttl_seconds) or its last write plus the class ttl; absent when never.
+             */
+            expires_at?: string;
             /** @description Fields that did not fit in the response (about 16 MiB); read them with fields=. */
             omitted_fields?: string[];
         };
@@ -644,11 +694,21 @@ export interface components {
             version: number;
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         HistoryResponse: {
             /** @description The record, "<class>/<id>". */
             record: string;
             history: components["schemas"]["HistoryRow"][];
+            /**
+             * Format: date-time
+             * @description Class history retention purged rows of this record up to this time: the page reaches where rows may be missing (the record's class `history`).
+             */
+            truncated_before?: string;
             /** @description Older rows remain: send this as before. */
             next_before?: string;
         };
@@ -696,6 +756,36 @@ export interface components {
              */
             created_at: string;
         };
+        IdempotencyKeyInUseError: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            error: "IDEMPOTENCY_KEY_IN_USE";
+            /** @description What happened and what to do, in one or two sentences (at most 1,024 characters). */
+            message: string;
+            /** @description Seconds to wait before retrying with the same key (also in Retry-After). */
+            retry_after: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
+        };
+        IdempotencyKeyReusedError: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            error: "IDEMPOTENCY_KEY_REUSED";
+            /** @description What happened and what to do, in one or two sentences (at most 1,024 characters). */
+            message: string;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
+        };
         IdentityMismatchError: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -710,6 +800,11 @@ export interface components {
             field?: string;
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         InternalError: {
             /** @constant */
@@ -718,6 +813,11 @@ export interface components {
             message: string;
             /** @description The id of the log line with the cause; quote it to the operator. */
             request_id: string;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         InvalidCheckpointError: {
             /**
@@ -733,6 +833,11 @@ export interface components {
             field?: string;
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         /** @description A JSON-RPC 2.0 error. A message over the size limit has code -32000 and the MALFORMED body as data. */
         JsonRpcError: {
@@ -768,12 +873,22 @@ export interface components {
             class?: string;
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         MethodNotAllowedError: {
             /** @constant */
             error: "METHOD_NOT_ALLOWED";
             /** @description What happened and what to do, in one or two sentences (at most 1,024 characters). */
             message: string;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         NoRoleError: {
             /**
@@ -786,6 +901,11 @@ export interface components {
             /** @description The record, "<class>/<id>". */
             record?: string;
             class?: string;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         NotAppendFieldError: {
             /**
@@ -801,6 +921,11 @@ export interface components {
             field: string;
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         NotFoundError: {
             /** @constant */
@@ -810,6 +935,11 @@ export interface components {
             /** @description The record, "<class>/<id>". */
             record?: string;
             class?: string;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         NotTaskFieldError: {
             /**
@@ -825,6 +955,11 @@ export interface components {
             field: string;
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         NotWritableError: {
             /**
@@ -840,6 +975,11 @@ export interface components {
             field: string;
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         Premise: {
             /** @description A field of the same record your decision relies on. */
@@ -875,6 +1015,8 @@ export interface components {
             declare_no_premises?: boolean;
             /** @description Optional JSON object, at most 1 KiB, identifying this call (run id, tool call id); stored with the write. */
             invocation?: Record<string, never>;
+            /** @description Optional: the record expires this many seconds after this write, unless it already expires later (the expiry is set or extended, never brought forward); at most the class's maxTtl. Without it the class ttl applies. */
+            ttl_seconds?: number;
         };
         PutResponse: {
             /** @description The record, "<class>/<id>". */
@@ -885,6 +1027,16 @@ export interface components {
             version: number;
             /** @description Rises with every applied write to any field of the record. */
             record_version: number;
+            /**
+             * Format: date-time
+             * @description When the record expires, after this write set or extended it (ttl_seconds).
+             */
+            expires_at?: string;
+            /**
+             * @description A dry run: what the write would answer now (the versions it would get); nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         QueryResponse: {
             class: string;
@@ -897,6 +1049,11 @@ export interface components {
             error: "RATE_LIMITED";
             /** @description What happened and what to do, in one or two sentences (at most 1,024 characters). */
             message: string;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         Ready: {
             /** @constant */
@@ -928,6 +1085,11 @@ export interface components {
             field: string;
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         StaleError: {
             /**
@@ -950,6 +1112,11 @@ export interface components {
             diff: string;
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         StalePremiseError: {
             /**
@@ -975,6 +1142,11 @@ export interface components {
             }[];
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         StoredPremise: {
             /** @description The field name. */
@@ -1064,6 +1236,11 @@ export interface components {
             error: "UNAUTHENTICATED";
             /** @description What happened and what to do, in one or two sentences (at most 1,024 characters). */
             message: string;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         UnavailableError: {
             /** @constant */
@@ -1075,6 +1252,11 @@ export interface components {
              * @constant
              */
             outcome?: "unknown";
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         UnknownFieldError: {
             /**
@@ -1091,6 +1273,11 @@ export interface components {
             field: string;
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
         ValueField: {
             /** @description Any JSON value. */
@@ -1173,6 +1360,11 @@ export interface components {
             presented: "pod-bound" | "sa-bound" | "issuer-declared" | "shared-secret";
             /** @description A transaction: which write (from 0) was refused; nothing was written. */
             index?: number;
+            /**
+             * @description A dry run (`dry_run=true`): the rejection the write would get now; nothing was written.
+             * @constant
+             */
+            dry_run?: true;
         };
     };
     responses: {
@@ -1201,6 +1393,10 @@ export interface components {
     parameters: {
         /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
         XSvcScope: string;
+        /** @description Your key for this logical write (e.g. a fresh UUID), 1 to 255 printable ASCII characters (draft-ietf-httpapi-idempotency-key-header). The answer (2xx or 4xx) is stored with the write in one transaction and kept 24 h (--idempotency-ttl): a retry with the same key and request (operation, record, field, body) gets it byte for byte with `Idempotent-Replayed: true` and writes nothing. The same key with another request: 422 IDEMPOTENCY_KEY_REUSED; while the first still runs: 409 IDEMPOTENCY_KEY_IN_USE with Retry-After. Keys are per identity. A 5xx is not stored: retry with the same key. */
+        IdempotencyKey: string;
+        /** @description true: every check runs against the current state and the answer is what the write would answer now (the versions it would get, or the exact rejection) with "dry_run": true; nothing is written (no history row, no version, no idempotency key, no metrics of applied writes). */
+        DryRun: boolean;
         /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
         XRequestId: string;
     };
@@ -1884,10 +2080,15 @@ export interface operations {
     };
     checkpointSave: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: every check runs against the current state and the answer is what the write would answer now (the versions it would get, or the exact rejection) with "dry_run": true; nothing is written (no history row, no version, no idempotency key, no metrics of applied writes). */
+                dry_run?: components["parameters"]["DryRun"];
+            };
             header?: {
                 /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
                 "X-Svc-Scope"?: components["parameters"]["XSvcScope"];
+                /** @description Your key for this logical write (e.g. a fresh UUID), 1 to 255 printable ASCII characters (draft-ietf-httpapi-idempotency-key-header). The answer (2xx or 4xx) is stored with the write in one transaction and kept 24 h (--idempotency-ttl): a retry with the same key and request (operation, record, field, body) gets it byte for byte with `Idempotent-Replayed: true` and writes nothing. The same key with another request: 422 IDEMPOTENCY_KEY_REUSED; while the first still runs: 409 IDEMPOTENCY_KEY_IN_USE with Retry-After. Keys are per identity. A 5xx is not stored: retry with the same key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
@@ -1958,6 +2159,16 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            /** @description IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running; retry with the same key after Retry-After. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdempotencyKeyInUseError"];
+                };
+            };
             /** @description CLASS_GONE: the class was deleted; its records can be read, not written. */
             410: {
                 headers: {
@@ -1968,14 +2179,14 @@ export interface operations {
                     "application/json": components["schemas"]["ClassGoneError"];
                 };
             };
-            /** @description INVALID_CHECKPOINT: the checkpoint document is not an object, over 64 KiB or lacks a section, or status resolved needs a role's checkpoint first. */
+            /** @description INVALID_CHECKPOINT: the checkpoint document is not an object, over 64 KiB or lacks a section, or status resolved needs a role's checkpoint first. IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used for a different request (operation, record, field or body); use a fresh key. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InvalidCheckpointError"];
+                    "application/json": components["schemas"]["InvalidCheckpointError"] | components["schemas"]["IdempotencyKeyReusedError"];
                 };
             };
             /** @description RATE_LIMITED: too many rejected credentials from your address; wait a few seconds. */
@@ -2013,10 +2224,15 @@ export interface operations {
     };
     claim: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: every check runs against the current state and the answer is what the write would answer now (the versions it would get, or the exact rejection) with "dry_run": true; nothing is written (no history row, no version, no idempotency key, no metrics of applied writes). */
+                dry_run?: components["parameters"]["DryRun"];
+            };
             header?: {
                 /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
                 "X-Svc-Scope"?: components["parameters"]["XSvcScope"];
+                /** @description Your key for this logical write (e.g. a fresh UUID), 1 to 255 printable ASCII characters (draft-ietf-httpapi-idempotency-key-header). The answer (2xx or 4xx) is stored with the write in one transaction and kept 24 h (--idempotency-ttl): a retry with the same key and request (operation, record, field, body) gets it byte for byte with `Idempotent-Replayed: true` and writes nothing. The same key with another request: 422 IDEMPOTENCY_KEY_REUSED; while the first still runs: 409 IDEMPOTENCY_KEY_IN_USE with Retry-After. Keys are per identity. A 5xx is not stored: retry with the same key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
@@ -2100,14 +2316,14 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
-            /** @description HELD: another identity holds the lease (owner, lease_expires_at). */
+            /** @description HELD: another identity holds the lease (owner, lease_expires_at). IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running; retry with the same key after Retry-After. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HeldError"];
+                    "application/json": components["schemas"]["HeldError"] | components["schemas"]["IdempotencyKeyInUseError"];
                 };
             };
             /** @description CLASS_GONE: the class was deleted; its records can be read, not written. */
@@ -2120,14 +2336,14 @@ export interface operations {
                     "application/json": components["schemas"]["ClassGoneError"];
                 };
             };
-            /** @description UNKNOWN_FIELD: the class has no such field. NOT_TASK_FIELD: claim on a field that is not a task field. */
+            /** @description UNKNOWN_FIELD: the class has no such field. NOT_TASK_FIELD: claim on a field that is not a task field. IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used for a different request (operation, record, field or body); use a fresh key. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["UnknownFieldError"] | components["schemas"]["NotTaskFieldError"];
+                    "application/json": components["schemas"]["UnknownFieldError"] | components["schemas"]["NotTaskFieldError"] | components["schemas"]["IdempotencyKeyReusedError"];
                 };
             };
             /** @description RATE_LIMITED: too many rejected credentials from your address; wait a few seconds. */
@@ -2165,10 +2381,15 @@ export interface operations {
     };
     append: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: every check runs against the current state and the answer is what the write would answer now (the versions it would get, or the exact rejection) with "dry_run": true; nothing is written (no history row, no version, no idempotency key, no metrics of applied writes). */
+                dry_run?: components["parameters"]["DryRun"];
+            };
             header?: {
                 /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
                 "X-Svc-Scope"?: components["parameters"]["XSvcScope"];
+                /** @description Your key for this logical write (e.g. a fresh UUID), 1 to 255 printable ASCII characters (draft-ietf-httpapi-idempotency-key-header). The answer (2xx or 4xx) is stored with the write in one transaction and kept 24 h (--idempotency-ttl): a retry with the same key and request (operation, record, field, body) gets it byte for byte with `Idempotent-Replayed: true` and writes nothing. The same key with another request: 422 IDEMPOTENCY_KEY_REUSED; while the first still runs: 409 IDEMPOTENCY_KEY_IN_USE with Retry-After. Keys are per identity. A 5xx is not stored: retry with the same key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
@@ -2252,14 +2473,14 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
-            /** @description STALE_PREMISE: a premise moved (moved lists them); re-read and decide again. */
+            /** @description STALE_PREMISE: a premise moved (moved lists them); re-read and decide again. IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running; retry with the same key after Retry-After. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["StalePremiseError"];
+                    "application/json": components["schemas"]["StalePremiseError"] | components["schemas"]["IdempotencyKeyInUseError"];
                 };
             };
             /** @description CLASS_GONE: the class was deleted; its records can be read, not written. */
@@ -2272,14 +2493,14 @@ export interface operations {
                     "application/json": components["schemas"]["ClassGoneError"];
                 };
             };
-            /** @description UNKNOWN_FIELD: the class has no such field. NOT_APPEND_FIELD: append on a field that is not an append field. EVIDENCE_REQUIRED: the class or field wants evidence. */
+            /** @description UNKNOWN_FIELD: the class has no such field. NOT_APPEND_FIELD: append on a field that is not an append field. EVIDENCE_REQUIRED: the class or field wants evidence. IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used for a different request (operation, record, field or body); use a fresh key. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["UnknownFieldError"] | components["schemas"]["NotAppendFieldError"] | components["schemas"]["EvidenceRequiredError"];
+                    "application/json": components["schemas"]["UnknownFieldError"] | components["schemas"]["NotAppendFieldError"] | components["schemas"]["EvidenceRequiredError"] | components["schemas"]["IdempotencyKeyReusedError"];
                 };
             };
             /** @description RATE_LIMITED: too many rejected credentials from your address; wait a few seconds. */
@@ -2317,10 +2538,15 @@ export interface operations {
     };
     put: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: every check runs against the current state and the answer is what the write would answer now (the versions it would get, or the exact rejection) with "dry_run": true; nothing is written (no history row, no version, no idempotency key, no metrics of applied writes). */
+                dry_run?: components["parameters"]["DryRun"];
+            };
             header?: {
                 /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
                 "X-Svc-Scope"?: components["parameters"]["XSvcScope"];
+                /** @description Your key for this logical write (e.g. a fresh UUID), 1 to 255 printable ASCII characters (draft-ietf-httpapi-idempotency-key-header). The answer (2xx or 4xx) is stored with the write in one transaction and kept 24 h (--idempotency-ttl): a retry with the same key and request (operation, record, field, body) gets it byte for byte with `Idempotent-Replayed: true` and writes nothing. The same key with another request: 422 IDEMPOTENCY_KEY_REUSED; while the first still runs: 409 IDEMPOTENCY_KEY_IN_USE with Retry-After. Keys are per identity. A 5xx is not stored: retry with the same key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
@@ -2404,14 +2630,14 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
-            /** @description STALE: the field moved since the version you read; re-read and decide again. STALE_PREMISE: a premise moved (moved lists them); re-read and decide again. */
+            /** @description STALE: the field moved since the version you read; re-read and decide again. STALE_PREMISE: a premise moved (moved lists them); re-read and decide again. IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running; retry with the same key after Retry-After. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["StaleError"] | components["schemas"]["StalePremiseError"];
+                    "application/json": components["schemas"]["StaleError"] | components["schemas"]["StalePremiseError"] | components["schemas"]["IdempotencyKeyInUseError"];
                 };
             };
             /** @description CLASS_GONE: the class was deleted; its records can be read, not written. */
@@ -2424,14 +2650,14 @@ export interface operations {
                     "application/json": components["schemas"]["ClassGoneError"];
                 };
             };
-            /** @description UNKNOWN_FIELD: the class has no such field. NOT_WRITABLE: put on an append or task field. EVIDENCE_REQUIRED: the class or field wants evidence. INVALID_CHECKPOINT: the checkpoint document is not an object, over 64 KiB or lacks a section, or status resolved needs a role's checkpoint first. */
+            /** @description UNKNOWN_FIELD: the class has no such field. NOT_WRITABLE: put on an append or task field. EVIDENCE_REQUIRED: the class or field wants evidence. INVALID_CHECKPOINT: the checkpoint document is not an object, over 64 KiB or lacks a section, or status resolved needs a role's checkpoint first. IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used for a different request (operation, record, field or body); use a fresh key. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["UnknownFieldError"] | components["schemas"]["NotWritableError"] | components["schemas"]["EvidenceRequiredError"] | components["schemas"]["InvalidCheckpointError"];
+                    "application/json": components["schemas"]["UnknownFieldError"] | components["schemas"]["NotWritableError"] | components["schemas"]["EvidenceRequiredError"] | components["schemas"]["InvalidCheckpointError"] | components["schemas"]["IdempotencyKeyReusedError"];
                 };
             };
             /** @description RATE_LIMITED: too many rejected credentials from your address; wait a few seconds. */
@@ -2469,10 +2695,15 @@ export interface operations {
     };
     transaction: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: every check runs against the current state and the answer is what the write would answer now (the versions it would get, or the exact rejection) with "dry_run": true; nothing is written (no history row, no version, no idempotency key, no metrics of applied writes). */
+                dry_run?: components["parameters"]["DryRun"];
+            };
             header?: {
                 /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
                 "X-Svc-Scope"?: components["parameters"]["XSvcScope"];
+                /** @description Your key for this logical write (e.g. a fresh UUID), 1 to 255 printable ASCII characters (draft-ietf-httpapi-idempotency-key-header). The answer (2xx or 4xx) is stored with the write in one transaction and kept 24 h (--idempotency-ttl): a retry with the same key and request (operation, record, field, body) gets it byte for byte with `Idempotent-Replayed: true` and writes nothing. The same key with another request: 422 IDEMPOTENCY_KEY_REUSED; while the first still runs: 409 IDEMPOTENCY_KEY_IN_USE with Retry-After. Keys are per identity. A 5xx is not stored: retry with the same key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
@@ -2552,14 +2783,14 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
-            /** @description HELD: another identity holds the lease (owner, lease_expires_at). STALE: the field moved since the version you read; re-read and decide again. STALE_PREMISE: a premise moved (moved lists them); re-read and decide again. */
+            /** @description HELD: another identity holds the lease (owner, lease_expires_at). STALE: the field moved since the version you read; re-read and decide again. STALE_PREMISE: a premise moved (moved lists them); re-read and decide again. IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running; retry with the same key after Retry-After. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HeldError"] | components["schemas"]["StaleError"] | components["schemas"]["StalePremiseError"];
+                    "application/json": components["schemas"]["HeldError"] | components["schemas"]["StaleError"] | components["schemas"]["StalePremiseError"] | components["schemas"]["IdempotencyKeyInUseError"];
                 };
             };
             /** @description CLASS_GONE: the class was deleted; its records can be read, not written. */
@@ -2572,14 +2803,14 @@ export interface operations {
                     "application/json": components["schemas"]["ClassGoneError"];
                 };
             };
-            /** @description UNKNOWN_FIELD: the class has no such field. NOT_WRITABLE: put on an append or task field. NOT_APPEND_FIELD: append on a field that is not an append field. NOT_TASK_FIELD: claim on a field that is not a task field. EVIDENCE_REQUIRED: the class or field wants evidence. INVALID_CHECKPOINT: the checkpoint document is not an object, over 64 KiB or lacks a section, or status resolved needs a role's checkpoint first. */
+            /** @description UNKNOWN_FIELD: the class has no such field. NOT_WRITABLE: put on an append or task field. NOT_APPEND_FIELD: append on a field that is not an append field. NOT_TASK_FIELD: claim on a field that is not a task field. EVIDENCE_REQUIRED: the class or field wants evidence. INVALID_CHECKPOINT: the checkpoint document is not an object, over 64 KiB or lacks a section, or status resolved needs a role's checkpoint first. IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was used for a different request (operation, record, field or body); use a fresh key. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["UnknownFieldError"] | components["schemas"]["NotWritableError"] | components["schemas"]["NotAppendFieldError"] | components["schemas"]["NotTaskFieldError"] | components["schemas"]["EvidenceRequiredError"] | components["schemas"]["InvalidCheckpointError"];
+                    "application/json": components["schemas"]["UnknownFieldError"] | components["schemas"]["NotWritableError"] | components["schemas"]["NotAppendFieldError"] | components["schemas"]["NotTaskFieldError"] | components["schemas"]["EvidenceRequiredError"] | components["schemas"]["InvalidCheckpointError"] | components["schemas"]["IdempotencyKeyReusedError"];
                 };
             };
             /** @description RATE_LIMITED: too many rejected credentials from your address; wait a few seconds. */
@@ -3096,10 +3327,15 @@ export interface operations {
     };
     mcp: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: every check runs against the current state and the answer is what the write would answer now (the versions it would get, or the exact rejection) with "dry_run": true; nothing is written (no history row, no version, no idempotency key, no metrics of applied writes). */
+                dry_run?: components["parameters"]["DryRun"];
+            };
             header?: {
                 /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
                 "X-Svc-Scope"?: components["parameters"]["XSvcScope"];
+                /** @description Your key for this logical write (e.g. a fresh UUID), 1 to 255 printable ASCII characters (draft-ietf-httpapi-idempotency-key-header). The answer (2xx or 4xx) is stored with the write in one transaction and kept 24 h (--idempotency-ttl): a retry with the same key and request (operation, record, field, body) gets it byte for byte with `Idempotent-Replayed: true` and writes nothing. The same key with another request: 422 IDEMPOTENCY_KEY_REUSED; while the first still runs: 409 IDEMPOTENCY_KEY_IN_USE with Retry-After. Keys are per identity. A 5xx is not stored: retry with the same key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
@@ -3320,10 +3556,15 @@ export interface operations {
     };
     mcpSession: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: every check runs against the current state and the answer is what the write would answer now (the versions it would get, or the exact rejection) with "dry_run": true; nothing is written (no history row, no version, no idempotency key, no metrics of applied writes). */
+                dry_run?: components["parameters"]["DryRun"];
+            };
             header?: {
                 /** @description Your run (e.g. a fresh UUID per agent run), 1 to 256 bytes of text: what you read in it becomes the premises of your later writes without based_on (15 minutes). A scope belongs to the first identity using it: another one gets IDENTITY_MISMATCH. */
                 "X-Svc-Scope"?: components["parameters"]["XSvcScope"];
+                /** @description Your key for this logical write (e.g. a fresh UUID), 1 to 255 printable ASCII characters (draft-ietf-httpapi-idempotency-key-header). The answer (2xx or 4xx) is stored with the write in one transaction and kept 24 h (--idempotency-ttl): a retry with the same key and request (operation, record, field, body) gets it byte for byte with `Idempotent-Replayed: true` and writes nothing. The same key with another request: 422 IDEMPOTENCY_KEY_REUSED; while the first still runs: 409 IDEMPOTENCY_KEY_IN_USE with Retry-After. Keys are per identity. A 5xx is not stored: retry with the same key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description The session, after initialize. */
                 "Mcp-Session-Id"?: string;
                 /** @description Your id for the request, echoed back; one that does not match the pattern is replaced by a fresh one (never refused). */
