@@ -36,13 +36,31 @@ export async function queryRecords(
   }
   // Nearly always the whole page fits the byte budget: its fields (and latest entries)
   // come with their values in one statement each, which say whether they all fit.
-  let read = await pageFields(db, page.map((r) => r.id), shown, opts.maxBytes);
+  // On Citus (migration 0014) the page's records lie on several nodes: the per-record
+  // lookups over the page's ids (lateral joins, correlated subqueries) cannot be pushed down
+  // to the shards, so the same rows are read by statements Citus can (DISTINCT ON led by the
+  // distribution column, materialized CTEs). Plain PostgreSQL keeps its index-per-key shapes.
+  const citus = await c.citus();
+  let read = await pageFields(db, page.map((r) => r.id), shown, opts.maxBytes, citus);
   if (!read) {
     // It does not: measure each record (its shown fields and, for append fields, the
     // latest entry, what query shows of them) and keep records while the running size
     // stays within the budget, the first always; then read just those.
     const ids = page.map((r) => r.id);
-    const sizes = await sql<{ id: number; sz: number }>`
+    const sizes = citus
+      ? await sql<{ id: number; sz: number }>`
+      with fs as materialized (
+        select f.record_id, f.name, f.kind, ${FIELD_BYTES} as sz from fields f
+        where f.record_id = any(${ids}::bigint[]) and f.name = any(${shown}::text[])
+      ), es as materialized (
+        select distinct on (e.rid, e.record_id, e.field) e.record_id, e.field, ${ENTRY_BYTES} as sz from entries e
+        where e.record_id = any(${ids}::bigint[]) and e.field = any(${shown}::text[])
+        order by e.rid, e.record_id, e.field, e.seq desc
+      )
+      select fs.record_id as id, sum(fs.sz + case when fs.kind = 'append' then coalesce(es.sz, 0) else 0 end) as sz
+      from fs left join es on es.record_id = fs.record_id and es.field = fs.name
+      group by fs.record_id`.execute(db)
+      : await sql<{ id: number; sz: number }>`
       select k.id, coalesce((
         select sum(${FIELD_BYTES} + case when f.kind = 'append' then coalesce((
                  select ${ENTRY_BYTES} from entries e where e.record_id = f.record_id and e.field = f.name
@@ -59,7 +77,7 @@ export async function queryRecords(
     }
     page = kept;
     // Without a budget the fields always come back.
-    read = (await pageFields(db, page.map((r) => r.id), shown, Number.MAX_SAFE_INTEGER)) ?? new Map<number, FieldRow[]>();
+    read = (await pageFields(db, page.map((r) => r.id), shown, Number.MAX_SAFE_INTEGER, citus)) ?? new Map<number, FieldRow[]>();
   }
   const fieldsOf = read;
   const rows = page.map((r) => ({ ...r, fields: fieldsOf.get(r.id) ?? [] }));
@@ -70,7 +88,7 @@ export async function queryRecords(
  * The shown fields of a page of records (append fields with their latest entry), or null
  * when they do not all fit `maxBytes`; then no value was read.
  */
-async function pageFields(db: Kysely<Database>, ids: number[], shown: string[], maxBytes: number): Promise<Map<number, FieldRow[]> | null> {
+async function pageFields(db: Kysely<Database>, ids: number[], shown: string[], maxBytes: number, citus: boolean): Promise<Map<number, FieldRow[]> | null> {
   const total = sql`sum(${FIELD_BYTES}) over ()`;
   const fieldRows = await sql<FieldColumns & { record_id: number; total: number }>`
     select f.record_id, ${fieldColumns(sql`case when ${total} <= ${maxBytes} then f.value end`)}, ${total} as total
@@ -88,7 +106,7 @@ async function pageFields(db: Kysely<Database>, ids: number[], shown: string[], 
     byRecord.set(record_id, list);
   }
   if (appendNames.size > 0) {
-    const latest = await latestEntries(db, ids, [...appendNames], maxBytes - spent);
+    const latest = await latestEntries(db, ids, [...appendNames], maxBytes - spent, citus);
     if (!latest) return null;
     for (const [id, list] of byRecord) {
       for (const f of list) if (f.kind === 'append') f.entries = latest.get(`${id}:${f.name}`) ?? [];
@@ -101,8 +119,24 @@ async function pageFields(db: Kysely<Database>, ids: number[], shown: string[], 
  * The latest entry per (record, append field), keyed `id:field` (query shows only that one),
  * or null when they do not all fit `maxBytes` (then no value was read).
  */
-async function latestEntries(db: Kysely<Database>, recordIds: number[], names: string[], maxBytes: number) {
-  const rows = await sql<EntryRow & { record_id: number; field: string; total: number }>`
+async function latestEntries(db: Kysely<Database>, recordIds: number[], names: string[], maxBytes: number, citus: boolean) {
+  type Row = EntryRow & { record_id: number; field: string; total: number };
+  // Citus: each key's latest entry by DISTINCT ON led by `rid` (pushed down to every shard),
+  // the budget's window over the gathered rows on the coordinator.
+  const rows = citus
+    ? await sql<Row>`
+    with latest as materialized (
+      select distinct on (e.rid, e.record_id, e.field) e.record_id, e.field, e.seq, e.value, e.author, e.identity_strength,
+             e.evidence, e.based_on, e.invocation, e.created_at, ${ENTRY_BYTES} as sz
+      from entries e
+      where e.record_id = any(${recordIds}::bigint[]) and e.field = any(${names}::text[])
+      order by e.rid, e.record_id, e.field, e.seq desc
+    )
+    select record_id, field, seq, case when sum(sz) over () <= ${maxBytes} then value end as value, author,
+           identity_strength, evidence, based_on, invocation, created_at, sum(sz) over () as total
+    from latest
+    order by record_id, field`.execute(db)
+    : await sql<Row>`
     select k.record_id, n.field, e.seq, case when sum(e.sz) over () <= ${maxBytes} then e.value end as value, e.author,
            e.identity_strength, e.evidence, e.based_on, e.invocation, e.created_at, sum(e.sz) over () as total
     from unnest(${recordIds}::bigint[]) as k(record_id)

@@ -432,13 +432,13 @@ describe('many entries', () => {
     const rec = await sql.query<{ id: string }>(`select id from records where class = 'tasks' and rid = $1`, [id]);
     const recordId = rec.rows[0].id;
     await sql.query(
-      `insert into entries (record_id, field, seq, value, author, identity_strength, evidence)
-       select $1, 'log', g, to_json(g), 'apikey:alice', 'shared-secret', 'seeded'
+      `insert into entries (rid, record_id, field, seq, value, author, identity_strength, evidence)
+       select $2, $1::bigint, 'log', g, to_json(g), 'apikey:alice', 'shared-secret', 'seeded'
        from generate_series(2, 100000) g`,
-      [recordId],
+      [recordId, id],
     );
-    await sql.query(`update fields set version = 100000 where record_id = $1 and name = 'log'`, [recordId]);
-    await sql.query(`update records set record_version = 100000 where id = $1`, [recordId]);
+    await sql.query(`update fields set version = 100000 where rid = $2 and record_id = $1 and name = 'log'`, [recordId, id]);
+    await sql.query(`update records set record_version = 100000 where rid = $2 and id = $1`, [recordId, id]);
 
     const r = await append('bob', id, 'log', { entry: 'last', evidence: 'e' });
     expect(r.body).toEqual({ record: `tasks/${id}`, field: 'log', seq: 100001, record_version: 100001 });
@@ -452,7 +452,7 @@ describe('many entries', () => {
     expect(g.body.fields.log.entries.map((e: any) => e.value)).toEqual([99997, 99998, 99999, 100000, 'last']);
     expect(g.body.fields.log.entries[4]).toMatchObject({ author: 'apikey:bob', evidence: 'e' });
 
-    const count = await sql.query<{ n: string }>(`select count(*) as n from entries where record_id = $1 and field = 'log'`, [recordId]);
+    const count = await sql.query<{ n: string }>(`select count(*) as n from entries where rid = $2 and record_id = $1 and field = 'log'`, [recordId, id]);
     expect(Number(count.rows[0].n)).toBe(100001);
   });
 });

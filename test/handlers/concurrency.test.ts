@@ -111,7 +111,7 @@ test(`${N} concurrent first writes on a record that does not exist: one 201, ${N
   const recs = await sql.query<{ n: string }>(`select count(*) as n from records where class = 'incident' and rid = $1`, [id]);
   expect(Number(recs.rows[0].n)).toBe(1);
   const fields = await sql.query<{ n: string }>(
-    `select count(*) as n from fields f join records r on r.id = f.record_id where r.class = 'incident' and r.rid = $1`,
+    `select count(*) as n from fields f join records r on r.rid = f.rid and r.id = f.record_id where r.class = 'incident' and r.rid = $1`,
     [id],
   );
   expect(Number(fields.rows[0].n)).toBe(1);

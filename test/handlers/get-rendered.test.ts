@@ -54,11 +54,11 @@ async function insert(fields: FieldIn[]): Promise<string> {
   const { rows } = await pool.query<{ id: string }>(`insert into records (class, rid, record_version) values ('c', $1, 7) returning id`, [rid]);
   for (const f of fields) {
     await pool.query(
-      `insert into fields (record_id, class, name, kind, value, version, record_version, author, identity_strength, evidence,
+      `insert into fields (rid, record_id, class, name, kind, value, version, record_version, author, identity_strength, evidence,
          based_on, invocation, updated_at, owner, lease_expires_at, lease_lapsed)
-       values ($1, 'c', $2, $3, $4::json, $5, $6, $7, $8, $9, $10::jsonb, $11::json, $12, $13, $14, $15)`,
+       values ($16, $1, 'c', $2, $3, $4::json, $5, $6, $7, $8, $9, $10::jsonb, $11::json, $12, $13, $14, $15)`,
       [rows[0].id, f.name, f.kind, f.value, f.version, f.record_version, f.author, f.identity_strength, f.evidence,
-        f.based_on, f.invocation, f.updated_at, f.owner, f.lease_expires_at, f.lease_lapsed],
+        f.based_on, f.invocation, f.updated_at, f.owner, f.lease_expires_at, f.lease_lapsed, rid],
     );
   }
   return rid;

@@ -37,18 +37,25 @@ async function whileLeaseRunsOut(id: string, statement: string, write: () => Pro
     await blocker.query('begin');
     await blocker.query(`select 1 from records where class = 'caseflow' and rid = $1 for update`, [id]);
     const pending = write();
+    // On Citus the write is delegated to the record's worker and waits there: the
+    // cluster-wide view of every node's sessions (citus_stat_activity) shows it.
+    const citus = (await sql.query(`select 1 from pg_extension where extname = 'citus'`)).rows.length > 0;
+    const activity = citus ? 'citus_stat_activity' : 'pg_stat_activity';
     await until(`the ${statement} to wait for the record lock`, async () => {
       const { rows } = await sql.query(
-        `select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like $1`,
+        `select 1 from ${activity} where datname = current_database() and wait_event_type = 'Lock' and query like $1`,
         [`%${statement}%`],
       );
       return rows.length > 0;
     });
+    // The expiry read from the database clock first, then set (Citus refuses a VOLATILE
+    // function such as clock_timestamp() in an UPDATE of a distributed table).
+    const soon = (await blocker.query<{ at: string }>(`select (clock_timestamp() + interval '300 milliseconds')::text as at`)).rows[0].at;
     const { rows } = await blocker.query<{ until: Date }>(
-      `update fields f set lease_expires_at = clock_timestamp() + interval '300 milliseconds'
-       from records r where r.id = f.record_id and r.class = 'caseflow' and r.rid = $1 and f.name = 'task'
+      `update fields f set lease_expires_at = $2::timestamptz
+       from records r where r.rid = f.rid and r.id = f.record_id and r.class = 'caseflow' and r.rid = $1 and f.name = 'task'
        returning f.lease_expires_at as until`,
-      [id],
+      [id, soon],
     );
     expect(rows).toHaveLength(1);
     await until('the lease to run out', async () => (await sql.query(`select clock_timestamp() > $1 as past`, [rows[0].until])).rows[0].past);

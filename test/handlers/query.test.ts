@@ -34,14 +34,14 @@ beforeAll(async () => {
       [BULK_RECORDS],
     );
     await c.query(
-      `insert into fields (record_id, class, name, kind, value, version, record_version, author, updated_at)
-       select r.id, 'bulk', 'kind', 'versioned', to_json('k' || (substr(r.rid, 2)::int % $1::int)), 1, 1, 'apikey:alice', now()
+      `insert into fields (rid, record_id, class, name, kind, value, version, record_version, author, updated_at)
+       select r.rid, r.id, 'bulk', 'kind', 'versioned', to_json('k' || (substr(r.rid, 2)::int % $1::int)), 1, 1, 'apikey:alice', now()
        from records r where r.class = 'bulk'`,
       [BULK_KINDS],
     );
     await c.query(
-      `insert into fields (record_id, class, name, kind, value, version, record_version, author, updated_at)
-       select r.id, 'bulk', 'n', 'versioned', to_json(substr(r.rid, 2)::int), 1, 2, 'apikey:alice', now()
+      `insert into fields (rid, record_id, class, name, kind, value, version, record_version, author, updated_at)
+       select r.rid, r.id, 'bulk', 'n', 'versioned', to_json(substr(r.rid, 2)::int), 1, 2, 'apikey:alice', now()
        from records r where r.class = 'bulk'`,
     );
     await c.query('analyze records');
@@ -186,7 +186,7 @@ describe('filters', () => {
     // alice's lease expires: the record no longer matches her
     await sqlQuery(
       `update fields set lease_expires_at = now() - interval '1 second'
-       where name = 'task' and record_id = (select id from records where class = 'ticket' and rid = $1)`,
+       where name = 'task' and rid = $1 and record_id = (select id from records where class = 'ticket' and rid = $1)`,
       [a],
     );
     expect(rids(await query('alice', tagQs(tag, '&task=apikey:alice')))).toEqual([]);

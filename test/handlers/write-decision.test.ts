@@ -164,18 +164,18 @@ async function seed(rid: string, s: State, at: Date): Promise<void> {
   const id = rec.rows[0].id;
   const field = (name: string, kind: string, f: { version: number; value?: string | null; author: Who; evidence?: string | null; owner?: string | null; expires?: Date | null }) =>
     db.query(
-      `insert into fields (record_id, class, name, kind, value, version, record_version, author, identity_strength, evidence,
+      `insert into fields (rid, record_id, class, name, kind, value, version, record_version, author, identity_strength, evidence,
                            based_on, invocation, updated_at, owner, lease_expires_at, bytes)
-       values ($1, 'rules', $2, $3, $4::json, $5, $5, $6, 'shared-secret', $7, null, null, $8, $9, $10, 10)`,
-      [id, name, kind, f.value === undefined || f.value === null ? null : JSON.stringify(f.value), f.version, author(f.author), f.evidence ?? null, at, f.owner ?? null, f.expires ?? null],
+       values ($11, $1, 'rules', $2, $3, $4::json, $5, $5, $6, 'shared-secret', $7, null, null, $8, $9, $10, 10)`,
+      [id, name, kind, f.value === undefined || f.value === null ? null : JSON.stringify(f.value), f.version, author(f.author), f.evidence ?? null, at, f.owner ?? null, f.expires ?? null, rid],
     );
   for (const [name, f] of Object.entries(s.fields)) await field(name, name === 's' ? 'soft' : 'versioned', f);
   if (s.entries > 0) {
     await field('n', 'append', { version: s.entries, author: 'carol' });
     await db.query(
-      `insert into entries (record_id, field, seq, value, author, created_at, bytes)
-       select $1, 'n', g, '{"k":"old"}', 'apikey:carol', $2, 10 from generate_series(1, $3::int) g`,
-      [id, at, s.entries],
+      `insert into entries (rid, record_id, field, seq, value, author, created_at, bytes)
+       select $4, $1::bigint, 'n', g, '{"k":"old"}', 'apikey:carol', $2, 10 from generate_series(1, $3::int) g`,
+      [id, at, s.entries, rid],
     );
   }
   if (s.job) {
@@ -184,8 +184,8 @@ async function seed(rid: string, s: State, at: Date): Promise<void> {
   }
   for (const role of s.checkpoints) {
     await db.query(
-      `insert into checkpoints (record_id, role, checkpoint_id, document, record_version, author) values ($1, $2, 1, '{}', 9, 'apikey:alice')`,
-      [id, role],
+      `insert into checkpoints (rid, record_id, role, checkpoint_id, document, record_version, author) values ($3, $1, $2, 1, '{}', 9, 'apikey:alice')`,
+      [id, role, rid],
     );
   }
 }
@@ -222,9 +222,9 @@ async function rows(rid: string) {
     record: (await q(`select record_version::int from records where class = 'rules' and rid = $1`))[0] ?? null,
     fields: await q(`
       select f.name, f.value, f.version::int, f.author, f.evidence, f.owner
-      from fields f join records r on r.id = f.record_id where r.class = 'rules' and r.rid = $1 order by f.name`),
+      from fields f join records r on r.rid = f.rid and r.id = f.record_id where r.class = 'rules' and r.rid = $1 order by f.name`),
     entries: await q(`
-      select e.seq::int, e.value, e.author from entries e join records r on r.id = e.record_id
+      select e.seq::int, e.value, e.author from entries e join records r on r.rid = e.rid and r.id = e.record_id
       where r.class = 'rules' and r.rid = $1 order by e.seq`),
     history: await q(`select field, op, version::int, record_version::int, value, author, evidence, expected_version::int, outcome from history where class = 'rules' and rid = $1 order by id`),
   };
