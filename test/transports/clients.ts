@@ -43,6 +43,8 @@ export type Transport = 'http' | 'mcp' | 'grpc';
 export const TRANSPORTS: readonly Transport[] = ['http', 'mcp', 'grpc'];
 
 export type Op = 'get' | 'put' | 'append' | 'claim' | 'checkpointSave' | 'checkpointLoad' | 'query';
+/** The operations with a request shape here: every Op, and a transaction (issue 33). */
+export type AnyOp = Op | 'transaction';
 
 /** Tool arguments (decisions §7): record `<class>/<id>`, field, value, expected_version, ... */
 export type Args = Record<string, unknown>;
@@ -100,7 +102,7 @@ const CLAIM_KEYS = ['lease_seconds', 'renew', 'invocation'] as const;
 
 // ---- HTTP ---------------------------------------------------------------------------------
 
-export function httpRequest(op: Op, args: Args): { method: string; path: string; body?: Args } {
+export function httpRequest(op: AnyOp, args: Args): { method: string; path: string; body?: Args } {
   const enc = encodeURIComponent;
   const qs = (params: [string, string][]) => (params.length ? `?${params.map(([k, v]) => `${enc(k)}=${enc(v)}`).join('&')}` : '');
   if (op === 'query') {
@@ -135,6 +137,8 @@ export function httpRequest(op: Op, args: Args): { method: string; path: string;
       return { method: 'PUT', path: `${base}/checkpoint`, body: pick(args, ['document']) };
     case 'checkpointLoad':
       return { method: 'GET', path: `${base}/checkpoint${args.role !== undefined ? qs([['role', queryText(args.role)]]) : ''}` };
+    case 'transaction':
+      return { method: 'POST', path: `${base}/transactions`, body: pick(args, ['writes', 'evidence', 'based_on', 'invocation', 'declare_no_premises']) };
   }
 }
 
@@ -163,7 +167,7 @@ export function httpAdapter(baseUrl: string): Adapter {
 
 // ---- MCP ----------------------------------------------------------------------------------
 
-const TOOL_OF: Record<Op, string> = {
+const TOOL_OF: Record<AnyOp, string> = {
   get: 'svc_get',
   put: 'svc_put',
   append: 'svc_append',
@@ -171,9 +175,10 @@ const TOOL_OF: Record<Op, string> = {
   checkpointSave: 'svc_checkpoint',
   checkpointLoad: 'svc_checkpoint',
   query: 'svc_query',
+  transaction: 'svc_transaction',
 };
 
-export function mcpToolCall(op: Op, args: Args): { name: string; arguments: Args } {
+export function mcpToolCall(op: AnyOp, args: Args): { name: string; arguments: Args } {
   // The tools' schemas have no `declare_no_premises` (decisions §7: MCP takes `based_on: []`),
   // and svc_put/svc_append pass only their listed body keys, so the flag cannot be sent.
   if (Object.hasOwn(args, 'declare_no_premises')) throw new NotExpressible('mcp', '`declare_no_premises` (not an argument of svc_put/svc_append)');
@@ -441,7 +446,7 @@ function structArg(args: Args, key: string): { [k: string]: Struct } {
 }
 
 /** Tool arguments -> the request message of the matching RPC. */
-export function grpcRequest(op: Op, args: Args): { method: string; req: object } {
+export function grpcRequest(op: AnyOp, args: Args): { method: string; req: object } {
   const record = String(args.record);
   switch (op) {
     case 'get': {
@@ -501,6 +506,21 @@ export function grpcRequest(op: Op, args: Args): { method: string; req: object }
       return { method: 'CheckpointSave', req: { record, ...structArg(args, 'document') } };
     case 'checkpointLoad':
       return { method: 'CheckpointLoad', req: { record, ...(args.role !== undefined ? { role: args.role } : {}) } };
+    case 'transaction':
+      return {
+        method: 'Transact',
+        req: {
+          record,
+          writes: ((args.writes ?? []) as Args[]).map((w) => ({
+            ...w,
+            ...(Object.hasOwn(w, 'value') ? { value: toValue(w.value) } : {}),
+            ...(Object.hasOwn(w, 'entry') ? { entry: toValue(w.entry) } : {}),
+          })),
+          ...(args.evidence !== undefined ? { evidence: args.evidence } : {}),
+          ...premisesReq(args),
+          ...structArg(args, 'invocation'),
+        },
+      };
     case 'query': {
       const filters = Object.fromEntries(Object.entries((args.filters ?? {}) as Record<string, unknown>).map(([k, v]) => [k, queryText(v)]));
       return {

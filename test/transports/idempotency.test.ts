@@ -21,7 +21,7 @@ import { PARITY_ALL } from '../fixtures/parity-classes.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 import { quietLog, startTestGateway, type TestGateway } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
-import { grpcErrorBody, grpcRequest, httpRequest, mcpToolCall, tokenOf, TRANSPORTS, type Args, type Op, type Transport } from './clients.js';
+import { grpcErrorBody, grpcRequest, httpRequest, mcpToolCall, tokenOf, TRANSPORTS, type Args, type AnyOp as Op, type Transport } from './clients.js';
 
 // ---- a proxy that loses the answer to COMMIT --------------------------------------------------
 
@@ -213,6 +213,18 @@ const WRITES: { op: Op; args(rid: string): Args; setup?(rid: string): Promise<vo
       const r = await send('http', 'alice', 'put', { record: `pcase/${rid}`, field: 'severity', value: 1, expected_version: 0 });
       expect(r.code).toBe('OK');
     },
+  },
+  {
+    op: 'transaction',
+    args: (rid) => ({
+      record: `pcase/${rid}`,
+      evidence: 'seen',
+      writes: [
+        { op: 'put', field: 'title', value: 'hello', expected_version: 0 },
+        { op: 'append', field: 'notes', entry: { n: 1 } },
+        { op: 'claim', field: 'job', lease_seconds: 60 },
+      ],
+    }),
   },
 ];
 
