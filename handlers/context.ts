@@ -7,7 +7,6 @@ import type { Db } from '../db/port.js';
 import type { ClassRegistry } from './class-registry.js';
 import type { Identity } from './types.js';
 import type { WatchFeed } from './watch-feed.js';
-import type { WriteOptions } from './write-once.js';
 
 export interface Logger {
   debug(msg: string, data?: Record<string, unknown>): void;
@@ -79,3 +78,11 @@ export const noopMetrics: Metrics = {
   checkpoint() {},
   writeLatency() {},
 };
+
+/** A write's idempotency key and dry-run flag, as the transport read them (used by handlers/write-once.ts). */
+export interface WriteOptions {
+  /** `Idempotency-Key` (HTTP), `idempotency_key` (MCP), `idempotency-key` metadata (gRPC). */
+  idempotencyKey?: string;
+  /** `?dry_run=true` (HTTP), `dry_run` (MCP, gRPC). */
+  dryRun?: boolean;
+}

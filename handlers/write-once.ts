@@ -22,12 +22,7 @@ import { sha256Hex } from './format.js';
 import { jsonOutcome, jsonText, type Outcome } from './pipeline.js';
 
 /** What a transport read off a write request besides its input. */
-export interface WriteOptions {
-  /** `Idempotency-Key` (HTTP), `idempotency_key` (MCP), `idempotency-key` metadata (gRPC). */
-  idempotencyKey?: string;
-  /** `?dry_run=true` (HTTP), `dry_run` (MCP, gRPC). */
-  dryRun?: boolean;
-}
+export type { WriteOptions } from './context.js';
 
 /** How long a stored answer is kept by default (`--idempotency-ttl`). */
 export const IDEMPOTENCY_TTL_DEFAULT_SECONDS = 24 * 3600;

@@ -143,8 +143,8 @@ export async function seed(url, sizes, say) {
       ],
       [
         'bench fields (8 per record)',
-        `insert into fields (record_id, class, name, kind, value, version, record_version, author, identity_strength, updated_at)
-         select r.id, $1, 'f' || k, 'versioned', json_build_object('n', 0, 'k', k, 'note', 'seeded value of field f' || k),
+        `insert into fields (rid, record_id, class, name, kind, value, version, record_version, author, identity_strength, updated_at)
+         select r.rid, r.id, $1, 'f' || k, 'versioned', json_build_object('n', 0, 'k', k, 'note', 'seeded value of field f' || k),
                 1, k, 'apikey:seed', 'shared-secret', now()
          from records r cross join generate_series(1, 8) k
          where r.class = $1 and (r.rid like 'r-%' or r.rid like 'hot-%')
@@ -163,8 +163,8 @@ export async function seed(url, sizes, say) {
       ],
       [
         'history record field',
-        `insert into fields (record_id, class, name, kind, value, version, record_version, author, identity_strength, updated_at)
-         select r.id, $1, 'f1', 'versioned', json_build_object('n', $3::int), $3::int, $3::int, 'apikey:seed', 'shared-secret', now()
+        `insert into fields (rid, record_id, class, name, kind, value, version, record_version, author, identity_strength, updated_at)
+         select r.rid, r.id, $1, 'f1', 'versioned', json_build_object('n', $3::int), $3::int, $3::int, 'apikey:seed', 'shared-secret', now()
          from records r where r.class = $1 and r.rid = $2`,
         [CLASS, HIST_RID, sizes.history],
       ],
@@ -186,8 +186,8 @@ export async function seed(url, sizes, say) {
       ],
       [
         'query fields (team, status)',
-        `insert into fields (record_id, class, name, kind, value, version, record_version, author, identity_strength, updated_at)
-         select r.id, $1, n.name, 'versioned',
+        `insert into fields (rid, record_id, class, name, kind, value, version, record_version, author, identity_strength, updated_at)
+         select r.rid, r.id, $1, n.name, 'versioned',
                 case n.name when 'team' then to_json('team-' || (r.id % $2))
                             else to_json(($3::text[])[1 + (r.id % 4)]) end,
                 1, n.k, 'apikey:seed', 'shared-secret', now()

@@ -85,7 +85,8 @@ async function admin(sql: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  t = await startTestGateway([ticket, fortress, relic], { extraArgs: ['--db-timeout', '1s'] });
+  // --write-lsn on: every documented header (X-Kslate-Lsn) is then on the answers it is documented for.
+  t = await startTestGateway([ticket, fortress, relic], { extraArgs: ['--db-timeout', '1s', '--write-lsn', 'on'] });
   t.writeClasses([ticket, fortress]);
   await t.gw.services.sweepOnce();
 });

@@ -30,7 +30,8 @@ test('npm start -- --help with the sources unchanged compiles nothing and prints
 
 test('npm start and npm run build use the same incremental build (tsc -b and its tsbuildinfo in dist/)', async () => {
   const pkg = (await import('../../package.json', { with: { type: 'json' } })).default as { scripts: Record<string, string> };
-  expect(pkg.scripts.build).toBe('tsc -b tsconfig.build.json');
+  // The gateway's incremental build first; then the workspaces (@kslate/client, @kslate/langgraph).
+  expect(pkg.scripts.build).toMatch(/^tsc -b tsconfig\.build\.json( && npm run build --silent -w \S+( -w \S+)*)?$/);
   expect(pkg.scripts.start).toMatch(/^tsc -b tsconfig\.build\.json && node bin\/kslate\.js dev$/);
   expect(pkg.scripts.prepare).toBe('npm run build');
   expect(statSync(join(ROOT, 'dist', 'tsconfig.build.tsbuildinfo')).isFile()).toBe(true);
