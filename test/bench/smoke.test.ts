@@ -56,7 +56,8 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
   // puts count in both, and the transport targets are read on the wire rows.
   for (const t of ['mcp', 'mcp wire', 'grpc', 'grpc wire']) {
     const row = result.rows.find((x) => x.scenario === 'put' && x.transport === t);
-    expect(row?.rps, `put via ${t}`).toBeGreaterThan(0);
+    // On a miss, say which rows the run made and what it printed (a run beside the whole suite once lacked them).
+    expect(row?.rps, `put via ${t}: ${JSON.stringify(result.rows.filter((x) => x.scenario === 'put'))}\nstdout:\n${r.stdout.slice(-4000)}`).toBeGreaterThan(0);
   }
   for (const id of ['mcp_ratio', 'grpc_ratio']) {
     const wire = result.rows.find((x) => x.scenario === 'put' && x.transport === `${id.split('_')[0]} wire`);
