@@ -232,4 +232,4 @@ export class RssSampler {
 }
 
 export const grpcServerBuilt = (root) => existsSync(join(root, 'dist', 'runtime', 'grpc', 'server.js'));
-export const mcpServerBuilt = (root) => existsSync(join(root, 'dist', 'runtime', 'mcp', 'server.js'));
+export const mcpServerBuilt = (root) => existsSync(join(root, 'dist', 'runtime', 'http', 'mcp', 'server.js'));
