@@ -19,6 +19,7 @@ import { appendOp } from './append.js';
 import { basedOnSchema, bodyObject, declareNoPremisesSchema, evidenceSchema, invocationSchema, parseWith, type RawBody } from './body.js';
 import { claimOp } from './claim.js';
 import type { Ctx } from './context.js';
+import { fieldRelaxed } from './class-schema.js';
 import { SvcError } from './errors.js';
 import { inferPremises, recordReads } from './inference.js';
 import {
@@ -139,6 +140,12 @@ export async function transaction(ctx: Ctx, input: TransactionInput): Promise<Ou
     identity_strength: ctx.identity.strength,
     writes: request,
     stop: stop ? { index: stopAt, outcome: stop.outcome } : null,
+    // Relaxed only when every write is of a relaxed field: one strict write makes the whole
+    // transaction wait for its WAL flush (issue 38).
+    relaxed: writes.every((w) => {
+      const def = access.cls.spec.fields[w.field];
+      return def !== undefined && fieldRelaxed(access.cls.spec, def);
+    }),
   });
 
   if (r.outcome === 'rejected') {
