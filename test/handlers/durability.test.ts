@@ -9,10 +9,12 @@
  * current_setting('synchronous_commit') when the transaction commits — the value PostgreSQL
  * decides the commit's WAL wait with.
  */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parseManifest } from '../../handlers/class-schema.js';
-import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { KEYS, startTestGateway, type TestGateway } from '../setup/gateway.js';
 
 let t: TestGateway;
 let sql: pg.Client;
@@ -190,5 +192,18 @@ describe('durability in the class definition', () => {
     const b = await ok(t.call('alice', 'GET', '/v1/classes/board'));
     expect(b.durability).toBe('strict');
     expect(b.fields.cursor).toEqual({ kind: 'soft', durability: 'relaxed' });
+  });
+
+  test('the MCP class resource shows them too', async () => {
+    const mcp = new Client({ name: 'kslate-test', version: '0.0.0' });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${KEYS.alice}` } } }));
+    try {
+      const res: any = await mcp.readResource({ uri: 'kslate://classes/scratch' });
+      const cls = JSON.parse(res.contents[0].text);
+      expect(cls.durability).toBe('relaxed');
+      expect(cls.fields.pinned).toEqual({ kind: 'soft', durability: 'strict' });
+    } finally {
+      await mcp.close();
+    }
   });
 });
