@@ -7,6 +7,8 @@ import { parseDuration } from '../handlers/class-schema.js';
 
 export interface Config {
   databaseUrl: string | undefined;
+  /** `--database-mode`: plain PostgreSQL or Citus (docs/scale-out.md); auto follows the citus extension. */
+  databaseMode: 'auto' | 'plain' | 'citus';
   /** Standbys that serve reads (--database-replica-url, repeatable; docs/ha.md "Reads from standbys"). */
   databaseReplicaUrls: string[];
   /** An untokened read uses a standby only while its replay lag is under this. */
@@ -99,6 +101,11 @@ interface FlagSpec {
 /** Every flag, its variable and its default: the README's configuration table comes from here. */
 export const FLAGS: Record<string, FlagSpec> = {
   'database-url': { env: 'KSLATE_DATABASE_URL', help: 'PostgreSQL connection string (required for serve, sweep)' },
+  'database-mode': {
+    env: 'KSLATE_DATABASE_MODE',
+    help: 'auto, plain or citus: citus distributes the schema by record over a Citus cluster (--database-url names its coordinator; docs/scale-out.md), plain keeps it on one PostgreSQL; auto is citus when the database has the citus extension. citus without the extension, or plain with it, refuses to start',
+    default: 'auto',
+  },
   'database-replica-url': {
     env: 'KSLATE_DATABASE_REPLICA_URL',
     help: 'a streaming standby that serves reads (repeat the flag for several; the variable takes a comma-separated list); docs/ha.md',
@@ -406,6 +413,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       );
     }
   }
+  const databaseMode = raw('database-mode') ?? 'auto';
+  if (databaseMode !== 'auto' && databaseMode !== 'plain' && databaseMode !== 'citus') {
+    throw new ConfigError(`--database-mode (KSLATE_DATABASE_MODE) must be auto, plain or citus; got "${databaseMode}".`);
+  }
   const writeLsn = raw('write-lsn') ?? 'auto';
   if (writeLsn !== 'auto' && writeLsn !== 'on' && writeLsn !== 'off') {
     throw new ConfigError(`--write-lsn (KSLATE_WRITE_LSN) must be auto, on or off; got "${writeLsn}".`);
@@ -418,6 +429,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     idempotencyTtlMs,
     writeBatching: writeBatching === 'on',
     databaseUrl: raw('database-url') || undefined,
+    databaseMode,
     databaseReplicaUrls,
     replicaMaxLagMs: duration('replica-max-lag', '1s or 500ms'),
     replicaWaitMs: duration('replica-wait', '50ms'),

@@ -210,6 +210,7 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
             ? [`Standby ${r.replica} is ${r.lagSeconds.toFixed(1)} s behind the primary (over --replica-max-lag): reads without X-Kslate-Min-Lsn skip it.`]
             : [],
       ),
+    cfg.databaseMode,
   );
   const watch = new ChangeHub(
     db,

@@ -53,8 +53,8 @@ export const BATCHED_STATEMENTS: ReadonlyMap<string, 'w' | 'c' | 'x'> = new Map(
   ],
   ['select outcome, version, record_version, created, owner, lease_expires_ms, took_over_from from kslate_claim($1, $2, $3, $4, $5, $6, $7)', 'c'],
   [
-    'select outcome, idx, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, owner, lease_expires_ms, took_over_from ' +
-      'from kslate_transact($1, $2, $3::uuid, $4, $5, $6::jsonb, $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::integer, $15)',
+    'select outcome, idx, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, owner, lease_expires_ms, took_over_from, expires_ms ' +
+      'from kslate_transact($1, $2, $3::uuid, $4, $5, $6::jsonb, $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::integer, $15, $16::integer)',
     'x',
   ],
 ]);

@@ -6,7 +6,7 @@
  * `kslate_write_batch(p_writes json)` takes a JSON array, one element per write, each an array
  * `[function, argument 1, argument 2, ...]` holding exactly the arguments the gateway's single
  * statement for that write sends (db/kysely/writes.ts WRITE, CLAIM, TRANSACT): `w` for
- * kslate_write (16 arguments), `c` for kslate_claim (7), `x` for kslate_transact (15); an
+ * kslate_write (16 arguments), `c` for kslate_claim (7), `x` for kslate_transact (16, the last being ttl_seconds); an
  * SQL array argument is a JSON array. It calls them in the order given (the gateway sorts a
  * batch by record, so two batches take their records' locks in one order and never deadlock,
  * and keeps arrival order between writes to one record) and answers, per write, its index in
@@ -49,7 +49,7 @@ begin
       return query select e.n, to_json(k) from kslate_transact(
         a[2], a[3], a[4]::uuid, a[5], a[6], a[7]::jsonb, kslate_batch_array(a[8]), kslate_batch_array(a[9]),
         kslate_batch_array(a[10]), kslate_batch_array(a[11]), kslate_batch_array(a[12]),
-        kslate_batch_array(a[13])::integer[], kslate_batch_array(a[14]), a[15]::integer, a[16]) k;
+        kslate_batch_array(a[13])::integer[], kslate_batch_array(a[14]), a[15]::integer, a[16], a[17]::integer) k;
     else
       raise exception 'kslate_write_batch: unknown write function %', a[1];
     end if;
