@@ -160,7 +160,7 @@ export async function transaction(ctx: Ctx, input: TransactionInput): Promise<Ou
   );
   return {
     created: r.created,
-    body: { record: access.record, record_version: r.record_version, transaction: txn, writes: answers },
+    body: { record: access.record, record_version: r.record_version, transaction: r.txn ?? txn, writes: answers },
   };
 }
 
