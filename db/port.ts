@@ -255,6 +255,8 @@ export interface TransactRequest {
   writes: TransactWrite[];
   /** A write the gateway refused before the lock: the writes before it are still decided first. */
   stop: { index: number; outcome: string | null } | null;
+  /** Sets or extends the record's own expiry when every write applies (issue 37); null/absent: leave it. */
+  ttl_seconds?: number | null;
 }
 
 /** What each applied write of a transaction got. */
@@ -270,6 +272,8 @@ export type TransactResult =
       writes: TransactApplied[];
       /** The transaction id it ran under, when a keyed replay answers one drawn before (migration 0016). */
       txn?: string;
+      /** The record's own expiry after the transaction set or extended it (`ttl_seconds`); null when it sent none. */
+      expires_at: Date | null;
     }
   | {
       outcome: 'rejected';

@@ -42,7 +42,7 @@ const KEYED = {
   write: `${OUT} kslate_write_keyed($1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::jsonb, $8::text[], $9::text, $10::text, $11::text, $12::text, $13::text, $14::text, $15::bigint, $16::integer, $17::text, $18::text, $19::integer)`,
   claim: `${OUT} kslate_claim_keyed($1::text, $2::text, $3::text, $4::text, $5::text, $6::integer, $7::text, $8::text, $9::text, $10::integer)`,
   checkpoint: `${OUT} kslate_save_checkpoint_keyed($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::integer)`,
-  transact: `${OUT} kslate_transact_keyed($1::text, $2::text, $3::uuid, $4::text, $5::text, $6::jsonb, $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::integer, $15::text, $16::text, $17::text, $18::integer)`,
+  transact: `${OUT} kslate_transact_keyed($1::text, $2::text, $3::uuid, $4::text, $5::text, $6::jsonb, $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::integer, $15::text, $16::integer, $17::text, $18::text, $19::integer)`,
   answer: `${OUT} kslate_idempotency_answer($1::text, $2::text, $3::text, $4::text, $5::integer, $6::integer, $7::text, $8::text, $9::text, $10::text, $11::text, $12::bigint, $13::text, $14::integer, $15::text, $16::text, $17::text, $18::bigint, $19::text, $20::text)`,
 };
 

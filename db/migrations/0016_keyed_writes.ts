@@ -165,10 +165,13 @@ end
 $fn$;
 
 -- A transaction's answer names its transaction id, drawn by the gateway: stored with its rows.
+-- It calls the kslate_transact that takes the record's ttl (migration 0019, reserved before
+-- this one was written and applied first on databases that had it; PL/pgSQL binds the call
+-- when it first runs).
 create function kslate_transact_keyed(
   p_class text, p_rid text, p_txn uuid, p_author text, p_strength text, p_writes jsonb,
   p_values text[], p_evidence text[], p_based_on text[], p_invocation text[],
-  p_kept text[], p_kept_size integer[], p_kept_sha text[], p_stop integer, p_stop_outcome text,
+  p_kept text[], p_kept_size integer[], p_kept_sha text[], p_stop integer, p_stop_outcome text, p_ttl_seconds integer,
   p_key text, p_digest text, p_key_ttl integer)
 returns table (state text, status integer, body text, result json)
 language plpgsql volatile as $fn$
@@ -183,7 +186,7 @@ begin
   end if;
   select json_build_object('txn', p_txn, 'rows', coalesce(json_agg(w), '[]')) into r
     from kslate_transact(p_class, p_rid, p_txn, p_author, p_strength, p_writes, p_values, p_evidence, p_based_on,
-                         p_invocation, p_kept, p_kept_size, p_kept_sha, p_stop, p_stop_outcome) w;
+                         p_invocation, p_kept, p_kept_size, p_kept_sha, p_stop, p_stop_outcome, p_ttl_seconds) w;
   perform kslate_idempotency_keep(p_rid, p_author, p_key, p_digest, p_key_ttl, null, null, r);
   return query select 'fresh'::text, null::integer, null::text, r;
 end
@@ -243,7 +246,7 @@ begin
   perform create_distributed_function('kslate_write_keyed(text, text, text, text, text, bigint, jsonb, text[], text, text, text, text, text, text, bigint, integer, text, text, integer)', 'p_rid', colocate_with => 'records', force_delegation => true);
   perform create_distributed_function('kslate_claim_keyed(text, text, text, text, text, integer, text, text, text, integer)', 'p_rid', colocate_with => 'records', force_delegation => true);
   perform create_distributed_function('kslate_save_checkpoint_keyed(text, text, text, text, text, text, text, integer)', 'p_rid', colocate_with => 'records', force_delegation => true);
-  perform create_distributed_function('kslate_transact_keyed(text, text, uuid, text, text, jsonb, text[], text[], text[], text[], text[], integer[], text[], integer, text, text, text, integer)', 'p_rid', colocate_with => 'records', force_delegation => true);
+  perform create_distributed_function('kslate_transact_keyed(text, text, uuid, text, text, jsonb, text[], text[], text[], text[], text[], integer[], text[], integer, text, integer, text, text, integer)', 'p_rid', colocate_with => 'records', force_delegation => true);
   perform create_distributed_function('kslate_idempotency_answer(text, text, text, text, integer, integer, text, text, text, text, text, bigint, text, integer, text, text, text, bigint, text, text)', 'p_rid', colocate_with => 'records', force_delegation => true);
 end
 $citus$;
