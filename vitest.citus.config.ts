@@ -50,7 +50,7 @@ export const BEHAVIOUR = [
  *   one creation order on Citus now (migration 0017), but these are not yet seen green there;
  * - round-trips: asserts plain PostgreSQL plans (EXPLAIN of local tables);
  * - test/worker/expire: the sweep's expiry runs on Citus (one delegated call per shard,
- *   migration 0017; test/citus/sweep.test.ts), but the file's 5,000-record case takes longer
+ *   migration 0017; record-ttl and lapsed-gauges sweep there), but the 5,000-record case takes longer
  *   than its timeout through the loaded coordinator, and its held-row case counts every due
  *   record of the class, of which Citus leaves one behind from an earlier case (not yet found);
  * - test/watch and the class watch of the transports: the class change log is read in one

@@ -163,6 +163,11 @@ export interface WriteRequest {
   requiredCheckpoints: readonly string[] | null;
   /** Set or extend the record's expiry to this many seconds after the write (issue 37); null leaves it. */
   ttl_seconds?: number | null;
+  /**
+   * The field is relaxed (issue 38, class `durability: relaxed`): the write's transaction
+   * commits without waiting for its WAL flush (synchronous_commit = off). Absent: strict.
+   */
+  relaxed?: boolean;
 }
 
 /** A premise that moved (STALE_PREMISE), as its error body lists it. */
@@ -255,6 +260,10 @@ export interface TransactRequest {
   writes: TransactWrite[];
   /** A write the gateway refused before the lock: the writes before it are still decided first. */
   stop: { index: number; outcome: string | null } | null;
+  /** Sets or extends the record's own expiry when every write applies (issue 37); null/absent: leave it. */
+  ttl_seconds?: number | null;
+  /** Every write is of a relaxed field (issue 38): commit without waiting for the WAL flush. Absent: strict. */
+  relaxed?: boolean;
 }
 
 /** What each applied write of a transaction got. */
@@ -263,7 +272,14 @@ export type TransactApplied =
   | { op: 'claim'; outcome: ClaimResult['outcome']; version: number; owner: string | null; lease_expires_at: Date | null; took_over_from: string | null };
 
 export type TransactResult =
-  | { outcome: 'applied'; record_version: number; created: boolean; writes: TransactApplied[] }
+  | {
+      outcome: 'applied';
+      record_version: number;
+      created: boolean;
+      writes: TransactApplied[];
+      /** The record's own expiry after the transaction set or extended it (`ttl_seconds`); null when it sent none. */
+      expires_at: Date | null;
+    }
   | {
       outcome: 'rejected';
       /** The first write in index order that was refused. */

@@ -7,6 +7,8 @@ import { parseDuration } from '../handlers/class-schema.js';
 
 export interface Config {
   databaseUrl: string | undefined;
+  /** `--database-mode`: plain PostgreSQL or Citus (docs/scale-out.md); auto follows the citus extension. */
+  databaseMode: 'auto' | 'plain' | 'citus';
   /** Standbys that serve reads (--database-replica-url, repeatable; docs/ha.md "Reads from standbys"). */
   databaseReplicaUrls: string[];
   /** An untokened read uses a standby only while its replay lag is under this. */
@@ -15,6 +17,8 @@ export interface Config {
   replicaWaitMs: number;
   /** Whether writes read their WAL position for X-Kslate-Lsn (one more round trip): auto = when standbys are given. */
   writeLsn: 'auto' | 'on' | 'off';
+  /** Coalesce writes that arrive while others are in flight into one statement and commit (docs/performance.md "Coalesced writes"). */
+  writeBatching: boolean;
   listenHost: string;
   listenPort: number;
   grpcPort: number;
@@ -97,6 +101,11 @@ interface FlagSpec {
 /** Every flag, its variable and its default: the README's configuration table comes from here. */
 export const FLAGS: Record<string, FlagSpec> = {
   'database-url': { env: 'KSLATE_DATABASE_URL', help: 'PostgreSQL connection string (required for serve, sweep)' },
+  'database-mode': {
+    env: 'KSLATE_DATABASE_MODE',
+    help: 'auto, plain or citus: citus distributes the schema by record over a Citus cluster (--database-url names its coordinator; docs/scale-out.md), plain keeps it on one PostgreSQL; auto is citus when the database has the citus extension. citus without the extension, or plain with it, refuses to start',
+    default: 'auto',
+  },
   'database-replica-url': {
     env: 'KSLATE_DATABASE_REPLICA_URL',
     help: 'a streaming standby that serves reads (repeat the flag for several; the variable takes a comma-separated list); docs/ha.md',
@@ -115,6 +124,11 @@ export const FLAGS: Record<string, FlagSpec> = {
     env: 'KSLATE_WRITE_LSN',
     help: 'answer every write with X-Kslate-Lsn, its read-your-writes token (one more database round trip per write): auto (when --database-replica-url is given), on, off',
     default: 'auto',
+  },
+  'write-batching': {
+    env: 'KSLATE_WRITE_BATCHING',
+    help: 'on: puts, appends, claims and transactions that arrive while write statements are in flight go together as one statement and one commit, each with its own outcome (docs/performance.md "Coalesced writes"); off: one statement each. Always off on Citus',
+    default: 'on',
   },
   listen: { env: 'KSLATE_LISTEN', help: 'HTTP/JSON and MCP address host:port', default: '127.0.0.1:8080' },
   'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
@@ -399,13 +413,23 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       );
     }
   }
+  const databaseMode = raw('database-mode') ?? 'auto';
+  if (databaseMode !== 'auto' && databaseMode !== 'plain' && databaseMode !== 'citus') {
+    throw new ConfigError(`--database-mode (KSLATE_DATABASE_MODE) must be auto, plain or citus; got "${databaseMode}".`);
+  }
   const writeLsn = raw('write-lsn') ?? 'auto';
   if (writeLsn !== 'auto' && writeLsn !== 'on' && writeLsn !== 'off') {
     throw new ConfigError(`--write-lsn (KSLATE_WRITE_LSN) must be auto, on or off; got "${writeLsn}".`);
   }
+  const writeBatching = raw('write-batching') ?? 'on';
+  if (writeBatching !== 'on' && writeBatching !== 'off') {
+    throw new ConfigError(`--write-batching (KSLATE_WRITE_BATCHING) must be on or off; got "${writeBatching}".`);
+  }
   return {
     idempotencyTtlMs,
+    writeBatching: writeBatching === 'on',
     databaseUrl: raw('database-url') || undefined,
+    databaseMode,
     databaseReplicaUrls,
     replicaMaxLagMs: duration('replica-max-lag', '1s or 500ms'),
     replicaWaitMs: duration('replica-wait', '50ms'),

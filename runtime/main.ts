@@ -7,7 +7,7 @@ import type { Logger } from '../handlers/context.js';
 import { COMMAND_DEFAULTS, ConfigError, FLAGS, parseConfig, type Config } from './config.js';
 import { warnIfClearText } from './db-url.js';
 import { describeError } from './describe-error.js';
-import { StartupError } from './startup-error.js';
+import { StartupError, modeFatal } from './startup-error.js';
 import type { WorkerCluster, WorkerProcess } from './worker.js';
 
 /** One flag of a usage text, with the default the command uses (its own, else the flag's). */
@@ -47,7 +47,7 @@ ${Object.keys(FLAGS).map((k) => flagLine(k)).join('\n')}
 const DEV_ONLY = ['data-dir', 'dev-pg-port'];
 const WORKER_ONLY = ['health-port', 'watch-namespace'];
 const SERVE_FLAGS = Object.keys(FLAGS).filter((k) => !DEV_ONLY.includes(k) && !WORKER_ONLY.includes(k));
-const SWEEP_FLAGS = ['database-url', 'classes', 'watch-namespace', 'sweep-budget', 'log-level'];
+const SWEEP_FLAGS = ['database-url', 'database-mode', 'classes', 'watch-namespace', 'sweep-budget', 'log-level'];
 const WORKER_FLAGS = [...SWEEP_FLAGS, 'sweep-interval', 'health-port', 'metrics-port', 'listen', 'db-timeout'];
 
 /** `kslate COMMAND --help`: what the command does and the flags it reads. */
@@ -71,8 +71,8 @@ const COMMAND_USAGE: Record<string, { usage: string; flags: string[] }> = {
     flags: SWEEP_FLAGS,
   },
   migrate: {
-    usage: 'kslate migrate --database-url URL\n\nApply the database schema and exit.',
-    flags: ['database-url'],
+    usage: 'kslate migrate --database-url URL [--database-mode auto|plain|citus]\n\nApply the database schema and exit (on a Citus coordinator: distributed by record, docs/scale-out.md).',
+    flags: ['database-url', 'database-mode'],
   },
   classes: {
     usage: 'kslate classes check DIR\n\nValidate the SharedContext manifests in DIR: "ok", or one line per problem and exit 1.',
@@ -174,7 +174,7 @@ async function main(argv: string[]): Promise<number> {
       process.once('SIGTERM', onSignal);
       process.once('SIGINT', onSignal);
       try {
-        await migrate(pool);
+        await migrate(pool, { mode: cfg.databaseMode }).catch(modeFatal);
         const cluster = cfg.classesDir ? null : await workerCluster(cfg, log, () => undefined);
         const classesDir = cfg.classesDir;
         const report = await sweep(
@@ -211,7 +211,7 @@ async function main(argv: string[]): Promise<number> {
       const [{ default: pg }, { migrate }] = await Promise.all([import('pg'), import('../db/migrate.js')]);
       const pool = new pg.Pool({ connectionString: cfg.databaseUrl, max: 2 });
       try {
-        await migrate(pool);
+        await migrate(pool, { mode: cfg.databaseMode }).catch(modeFatal);
         process.stdout.write('schema up to date\n');
         return 0;
       } finally {

@@ -5,7 +5,7 @@
  * CHECK_TIMEOUT_MS makes it not ready rather than hanging the probe.
  */
 import type pg from 'pg';
-import { migrate, schemaVersion, SCHEMA_VERSION } from '../db/migrate.js';
+import { migrate, schemaVersion, SCHEMA_VERSION, type DatabaseMode } from '../db/migrate.js';
 import { classifyDbError, READ_ONLY } from '../db/errors.js';
 import type { Logger } from '../handlers/context.js';
 
@@ -38,6 +38,8 @@ export class Readiness {
     private readonly replicationRisk?: () => Promise<string | null>,
     /** Standbys reads skip now (down, or lagging past --replica-max-lag): still ready, said in `warnings`. */
     private readonly standbyWarnings: () => string[] = () => [],
+    /** --database-mode, for the migrations it applies. */
+    private readonly databaseMode: DatabaseMode = 'auto',
   ) {}
 
   /** The last replication risk seen, so a change is logged once, not on every probe. */
@@ -136,7 +138,7 @@ export class Readiness {
   /** Apply the schema unless already applying; never throws (logs what to do instead). */
   ensureSchema(): Promise<void> {
     if (!this.applying) {
-      this.applying = migrate(this.migrationPool)
+      this.applying = migrate(this.migrationPool, { mode: this.databaseMode })
         .then(async ({ applied }) => {
           if (applied.length > 0) this.log.info('database schema applied', { versions: applied });
           await this.afterApply();

@@ -6,7 +6,8 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { Hono } from 'hono';
-import { migrate } from '../db/migrate.js';
+import { DatabaseModeError, migrate } from '../db/migrate.js';
+import { modeFatal } from './startup-error.js';
 import type { Logger } from '../handlers/context.js';
 import type { Config } from './config.js';
 import type { GrpcServer } from './grpc/server.js';
@@ -58,9 +59,13 @@ function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, h
 export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
   const services = await createServices(cfg, log);
   try {
-    const { applied } = await migrate(services.maintenancePool);
+    const { applied } = await migrate(services.maintenancePool, { mode: cfg.databaseMode });
     if (applied.length > 0) log.info('database schema applied', { versions: applied });
   } catch (e) {
+    if (e instanceof DatabaseModeError) {
+      await services.close();
+      modeFatal(e);
+    }
     // Keep serving: every request answers 503 until the database is back, then /readyz applies it.
     log.warn('database not reachable at start; answering 503 until it is', { error: (e as Error).message });
   }

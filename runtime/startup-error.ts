@@ -13,6 +13,15 @@ export class InUseError extends StartupError {
   override readonly exitCode: number = 1;
 }
 
+/**
+ * A database that does not match --database-mode (db/migrate.ts DatabaseModeError, told apart
+ * by name so this module loads nothing) stops the start; any other error passes through.
+ */
+export function modeFatal(e: unknown): never {
+  if (e instanceof Error && e.name === 'DatabaseModeError') throw new StartupError(e.message);
+  throw e;
+}
+
 /** A port the gateway (or `kslate dev`'s PostgreSQL) should listen on is taken. Exit code 1. */
 export class PortInUseError extends InUseError {}
 

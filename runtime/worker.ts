@@ -8,7 +8,8 @@
 import type { Server } from 'node:http';
 import { Hono } from 'hono';
 import { createPool, PgDb } from '../db/kysely/index.js';
-import { migrate, schemaVersion, SCHEMA_VERSION } from '../db/migrate.js';
+import { DatabaseModeError, migrate, schemaVersion, SCHEMA_VERSION } from '../db/migrate.js';
+import { modeFatal } from './startup-error.js';
 import { classifyDbError } from '../db/errors.js';
 import type { Logger } from '../handlers/context.js';
 import type { ClassSource } from '../worker/reconcile-classes.js';
@@ -170,9 +171,13 @@ export async function startWorker(cfg: Config, log: Logger, cluster: WorkerClust
   // The schema is normally the gateway's to apply; applying it here too is safe (migrations
   // take their own advisory lock) and lets a worker started first get going.
   try {
-    const { applied } = await migrate(pool);
+    const { applied } = await migrate(pool, { mode: cfg.databaseMode });
     if (applied.length > 0) log.info('database schema applied', { versions: applied });
   } catch (e) {
+    if (e instanceof DatabaseModeError) {
+      await closeAll();
+      modeFatal(e);
+    }
     log.warn('database not reachable at start; the sweep retries every interval', { error: (e as Error).message });
   }
   if (cluster && !cfg.classesDir) cluster.classes.start();

@@ -108,6 +108,10 @@ export const ValuesSchema = v.pipe(v.strictObject({
       v.picklist(['auto', 'on', 'off']),
       describe('Answer every write with X-Kslate-Lsn, its read-your-writes token, at one more database round trip per write (--write-lsn): auto when standbys are given, on, off.'),
     ),
+    writeBatching: v.pipe(
+      v.picklist(['on', 'off']),
+      describe('Coalesce puts, appends, claims and transactions that arrive while write statements are in flight into one statement and one commit, each with its own outcome (--write-batching): on, off. Always off on Citus.'),
+    ),
     idempotencyTtl: v.pipe(
       v.string(),
       v.regex(GO_DURATION),
@@ -166,6 +170,10 @@ export const ValuesSchema = v.pipe(v.strictObject({
     ),
     replicaExistingSecret: text('An existing Secret holding the standbys\' DSNs, comma-separated (instead of replicaDsns).'),
     replicaExistingSecretKey: nonEmpty('The key of replicaExistingSecret that holds the DSNs.'),
+    databaseMode: v.pipe(
+      v.picklist(['auto', 'plain', 'citus']),
+      describe('--database-mode of the gateway and the worker: citus when the DSN names a Citus coordinator (the schema is distributed by record; docs/scale-out.md), plain for one PostgreSQL, auto to follow the citus extension. citus refuses to start on a database without the extension.'),
+    ),
   }), describe('An external PostgreSQL: exactly one of postgres.enabled, external.dsn and external.existingSecret.')),
 
   networkPolicy: v.pipe(v.strictObject({

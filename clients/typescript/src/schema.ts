@@ -558,6 +558,8 @@ export interface components {
                     /** @enum {string} */
                     minIdentityStrength?: "pod-bound" | "sa-bound" | "issuer-declared" | "shared-secret";
                     leaseSeconds?: number;
+                    /** @enum {string} */
+                    durability?: "strict" | "relaxed";
                 };
             };
             roles: {
@@ -578,6 +580,11 @@ export interface components {
                 keepLast?: number;
                 rejectedMaxAge?: string;
             };
+            /**
+             * @description The default durability of the class's soft and append fields (a field's own durability wins; versioned and task fields are always strict). relaxed: a write touching only relaxed fields commits without waiting for its WAL flush, and a database crash may lose the last few hundred ms of such writes.
+             * @enum {string}
+             */
+            durability: "strict" | "relaxed";
             checkpoint: {
                 sections?: string[];
                 requiredForResolve?: string[];
@@ -1203,6 +1210,8 @@ export interface components {
             evidence?: string;
             /** @description Optional JSON object, at most 1 KiB, identifying this call (run id, tool call id); stored with the write. */
             invocation?: Record<string, never>;
+            /** @description Optional: the record expires this many seconds after this write, unless it already expires later (the expiry is set or extended, never brought forward); at most the class's maxTtl. Without it the class ttl applies. */
+            ttl_seconds?: number;
         };
         TransactionResponse: {
             /** @description The record, "<class>/<id>". */
@@ -1211,6 +1220,11 @@ export interface components {
             record_version: number;
             /** @description The id of the transaction, on each of its history rows. */
             transaction: string;
+            /**
+             * Format: date-time
+             * @description When the record expires, after this write set or extended it (ttl_seconds).
+             */
+            expires_at?: string;
             /** @description Each write's answer in order, as the single write answers without record and record_version. */
             writes: {
                 /** @enum {string} */
