@@ -42,12 +42,15 @@ export const BEHAVIOUR = [
   'test/worker/sweep.test.ts',
   'test/worker/prune.test.ts',
   'test/transports/record-ttl.test.ts',
+  'test/handlers/response-budget.test.ts',
+  'test/transports/parity.test.ts',
 ];
 
 /**
  * Behaviour files not yet run on Citus (issue 35, left to do), and why:
- * - response-budget, and the transports' files that query (parity, grpc, mcp): query keeps
- *   one creation order on Citus now (migration 0017), but these are not yet seen green there;
+ * - grpc, mcp: their query cases pass on Citus (one creation order, migration 0017), but the
+ *   rejected-credential budget cases (a second gateway on the loaded coordinator) did not
+ *   see RATE_LIMITED there (not yet looked into);
  * - round-trips: asserts plain PostgreSQL plans (EXPLAIN of local tables);
  * - test/worker/expire: the sweep's expiry runs on Citus (one delegated call per shard,
  *   migration 0017; record-ttl and lapsed-gauges sweep there), but the 5,000-record case takes longer
@@ -57,8 +60,6 @@ export const BEHAVIOUR = [
  *   node's transaction-id order (docs/scale-out.md; a cursor per node is not done yet).
  */
 export const NOT_YET = [
-  'test/handlers/response-budget.test.ts',
-  'test/transports/parity.test.ts',
   'test/transports/grpc.test.ts',
   'test/transports/mcp.test.ts',
   'test/handlers/round-trips.test.ts',
