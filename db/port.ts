@@ -255,6 +255,8 @@ export interface TransactRequest {
   writes: TransactWrite[];
   /** A write the gateway refused before the lock: the writes before it are still decided first. */
   stop: { index: number; outcome: string | null } | null;
+  /** Sets or extends the record's own expiry when every write applies (issue 37); null/absent: leave it. */
+  ttl_seconds?: number | null;
 }
 
 /** What each applied write of a transaction got. */
@@ -263,7 +265,14 @@ export type TransactApplied =
   | { op: 'claim'; outcome: ClaimResult['outcome']; version: number; owner: string | null; lease_expires_at: Date | null; took_over_from: string | null };
 
 export type TransactResult =
-  | { outcome: 'applied'; record_version: number; created: boolean; writes: TransactApplied[] }
+  | {
+      outcome: 'applied';
+      record_version: number;
+      created: boolean;
+      writes: TransactApplied[];
+      /** The record's own expiry after the transaction set or extended it (`ttl_seconds`); null when it sent none. */
+      expires_at: Date | null;
+    }
   | {
       outcome: 'rejected';
       /** The first write in index order that was refused. */

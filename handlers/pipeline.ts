@@ -563,36 +563,72 @@ export function visiblePremises(
   return seen.length === list.length ? list : seen.length > 0 ? seen : null;
 }
 
+/** A written value's provenance as a row stores it (a field, an entry, a change). */
+interface Written {
+  author: string | null;
+  identity_strength: string | null;
+  evidence: string | null;
+  based_on: StoredPremise[] | null;
+  invocation: Record<string, unknown> | null;
+}
+
+/**
+ * Who wrote a value, as every object of the API built here shows it (a field of get and
+ * query, an entry, a change of watch): `author`, `identity_strength`, `evidence`, in that
+ * order, each left out when absent. History rows are rendered by PostgreSQL alone
+ * (db/migrations/0008, 0014), and so is a get for a reader of every field
+ * (db/kysely/record.ts); test/handlers/render-agree.test.ts holds them all to one another.
+ */
+function writtenBy(out: Record<string, unknown>, r: Written): void {
+  if (r.author) out.author = r.author;
+  if (r.identity_strength) out.identity_strength = r.identity_strength;
+  if (r.evidence !== null) out.evidence = r.evidence;
+}
+
+/** What a written value rests on: the premises the reader may see (visiblePremises), then `invocation`. */
+function writtenOn(out: Record<string, unknown>, r: Written, readable: (field: string) => boolean): void {
+  const basedOn = visiblePremises(r.based_on, readable);
+  if (basedOn) out.based_on = basedOn;
+  if (r.invocation) out.invocation = r.invocation;
+}
+
+/**
+ * A written value as a reader sees it (a field of get and query, a change of watch after its
+ * own keys): a task field shows no value (its write is the lease), then `versions`, who wrote
+ * it and on what, and when (`at` under `timeKey`).
+ */
+export function renderWritten(
+  kind: string,
+  r: Written & { value: unknown },
+  versions: Record<string, unknown>,
+  timeKey: 'updated_at' | 'created_at',
+  at: string,
+  readable: (field: string) => boolean,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (kind !== 'task') out.value = r.value;
+  Object.assign(out, versions);
+  writtenBy(out, r);
+  writtenOn(out, r, readable);
+  out[timeKey] = at;
+  return out;
+}
+
 /** The wire shape of a field value (get, query); premises only on fields `readable` allows. */
 export function renderField(f: FieldRow, fmt: (d: Date) => string, readable: (field: string) => boolean): Record<string, unknown> {
   if (f.kind === 'append') {
     return {
       version: f.version,
       entries: (f.entries ?? []).map((e) => {
-        const basedOn = visiblePremises(e.based_on, readable);
-        return {
-          seq: e.seq,
-          value: e.value,
-          author: e.author,
-          ...(e.identity_strength ? { identity_strength: e.identity_strength } : {}),
-          ...(e.evidence !== null ? { evidence: e.evidence } : {}),
-          updated_at: fmt(e.created_at),
-          ...(basedOn ? { based_on: basedOn } : {}),
-          ...(e.invocation ? { invocation: e.invocation } : {}),
-        };
+        const out: Record<string, unknown> = { seq: e.seq, value: e.value };
+        writtenBy(out, e);
+        out.updated_at = fmt(e.created_at);
+        writtenOn(out, e, readable);
+        return out;
       }),
     };
   }
-  const out: Record<string, unknown> = {};
-  if (f.kind !== 'task') out.value = f.value;
-  out.version = f.version;
-  if (f.author) out.author = f.author;
-  if (f.identity_strength) out.identity_strength = f.identity_strength;
-  if (f.evidence !== null) out.evidence = f.evidence;
-  const basedOn = visiblePremises(f.based_on, readable);
-  if (basedOn) out.based_on = basedOn;
-  if (f.invocation) out.invocation = f.invocation;
-  out.updated_at = fmt(f.updated_at);
+  const out = renderWritten(f.kind, f, { version: f.version }, 'updated_at', fmt(f.updated_at), readable);
   if (f.kind === 'task' && f.owner && f.lease_held) {
     // Owner and expiry only while someone holds the lease (database clock).
     out.owner = f.owner;

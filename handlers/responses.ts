@@ -146,6 +146,7 @@ export const transactionResponse = v.strictObject({
   record,
   record_version: v.pipe(recordVersion, d('The one record version every write of the transaction got.')),
   transaction: v.pipe(v.string(), d('The id of the transaction, on each of its history rows.')),
+  expires_at: expiresAt,
   writes: v.pipe(
     v.array(
       v.strictObject({

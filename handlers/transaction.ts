@@ -16,13 +16,15 @@
 import * as v from 'valibot';
 import type { StoredPremise, TransactWrite } from '../db/port.js';
 import { appendOp } from './append.js';
-import { basedOnSchema, bodyObject, declareNoPremisesSchema, evidenceSchema, invocationSchema, parseWith, type RawBody } from './body.js';
+import { basedOnSchema, bodyObject, declareNoPremisesSchema, evidenceSchema, invocationSchema, parseWith, ttlSecondsSchema, type RawBody } from './body.js';
 import { claimOp } from './claim.js';
 import type { Ctx } from './context.js';
+import { formatTime } from './format.js';
 import { SvcError } from './errors.js';
 import { inferPremises, recordReads } from './inference.js';
 import {
   authorize,
+  boundTtl,
   canRead,
   checkParams,
   checkRecordId,
@@ -60,6 +62,7 @@ export const transactionBody = v.strictObject({
   declare_no_premises: declareNoPremisesSchema,
   evidence: evidenceSchema,
   invocation: invocationSchema,
+  ttl_seconds: ttlSecondsSchema,
 });
 
 /** One write of the body after the envelope checks: its operation, field and own body. */
@@ -75,7 +78,8 @@ export async function transaction(ctx: Ctx, input: TransactionInput): Promise<Ou
   checkRecordId(access, input.id); // 5
   const where = { record: access.record };
   checkParams(input.params, [], where, 'transaction');
-  const writes = envelope(input.body, where);
+  const { writes, ttl } = envelope(input.body, where);
+  const top = boundTtl(access, ttl, where);
 
   // Step 10 is the request's, not a write's: asked once, at the first write that reaches it.
   let scopeOk = false;
@@ -139,6 +143,7 @@ export async function transaction(ctx: Ctx, input: TransactionInput): Promise<Ou
     identity_strength: ctx.identity.strength,
     writes: request,
     stop: stop ? { index: stopAt, outcome: stop.outcome } : null,
+    ttl_seconds: recordTtl(top, prepared),
   });
 
   if (r.outcome === 'rejected') {
@@ -160,8 +165,29 @@ export async function transaction(ctx: Ctx, input: TransactionInput): Promise<Ou
   );
   return {
     created: r.created,
-    body: { record: access.record, record_version: r.record_version, transaction: txn, writes: answers },
+    body: {
+      record: access.record,
+      record_version: r.record_version,
+      transaction: txn,
+      writes: answers,
+      ...(r.expires_at ? { expires_at: formatTime(r.expires_at) } : {}),
+    },
   };
+}
+
+/**
+ * The record's ttl a transaction gives (issue 37): the longest of its top-level `ttl_seconds`
+ * and those of its puts and appends (each already within the class's maxTtl). Applying each
+ * in turn ("set or extend, never bring forward") comes to the same, so the database applies it
+ * once, when every write applied.
+ */
+function recordTtl(top: number | null, prepared: Prepared<any>[]): number | null {
+  let ttl = top;
+  for (const p of prepared) {
+    const own = p.ok ? (p.b as { ttl_seconds?: number | null }).ttl_seconds : null;
+    if (typeof own === 'number' && (ttl === null || own > ttl)) ttl = own;
+  }
+  return ttl;
 }
 
 /** The error a write alone would get, plus which write it was. */
@@ -173,7 +199,7 @@ function withIndex(e: SvcError, index: number): SvcError {
  * The transaction's own shape (MALFORMED before any write is judged): an object with 1 to 64
  * writes, each an object naming `op` and `field`; the defaults a write takes from the top level.
  */
-function envelope(raw: RawBody, where: Record<string, unknown>): TxWrite[] {
+function envelope(raw: RawBody, where: Record<string, unknown>): { writes: TxWrite[]; ttl: number | undefined } {
   const obj = bodyObject(raw, where);
   const env = parseWith(transactionBody, obj, where);
   if (!('writes' in obj)) throw new SvcError('MALFORMED', `The body needs \`writes\`: a list of 1 to ${MAX_TRANSACTION_WRITES} writes.`, where);
@@ -184,7 +210,7 @@ function envelope(raw: RawBody, where: Record<string, unknown>): TxWrite[] {
   if (env.based_on !== undefined && env.declare_no_premises) {
     throw new SvcError('MALFORMED', 'Send either `based_on` or `declare_no_premises`, not both.', where);
   }
-  return env.writes.map((w, index) => {
+  const writes = env.writes.map((w, index): TxWrite => {
     const at = { ...where, index };
     if (w === null || typeof w !== 'object' || Array.isArray(w)) {
       throw new SvcError('MALFORMED', `writes[${index}] must be an object {"op": "put" | "append" | "claim", "field": ...}.`, at);
@@ -206,4 +232,5 @@ function envelope(raw: RawBody, where: Record<string, unknown>): TxWrite[] {
     if (!('invocation' in body) && obj.invocation !== undefined) body.invocation = obj.invocation;
     return { name: op, op: OPS[op], field, body };
   });
+  return { writes, ttl: env.ttl_seconds };
 }

@@ -20,7 +20,7 @@ import { SvcError } from './errors.js';
 import { parseRetention } from './class-schema.js';
 import { formatTime } from './format.js';
 import { parseCount } from './limits.js';
-import { authorize, canRead, checkParams, checkRecordId, checkScopeOwner, visiblePremises, type Access, type Outcome } from './pipeline.js';
+import { authorize, canRead, checkParams, checkRecordId, checkScopeOwner, renderWritten, type Access, type Outcome } from './pipeline.js';
 import type { HttpInput, Operation } from './index.js';
 import type { EndReason, FeedItem, Subscription, WatchFeed, WatchItem, WatchStream } from './watch-feed.js';
 
@@ -297,19 +297,13 @@ function render(ctx: Ctx, initial: Access, sub: Subscription, open: WatchItem, i
 export function renderChange(r: ChangeRow, access: Access): Record<string, unknown> | null {
   const def = access.cls.fields.get(r.field);
   if (!def || !canRead(access, r.field)) return null;
-  const out: Record<string, unknown> = { seq: r.id, record: `${r.class}/${r.rid}`, field: r.field, op: r.op };
-  if (r.version !== null) out.version = r.version;
-  out.record_version = r.record_version;
-  // As get shows it: a task field has no value (its change is the lease: op and author).
-  if (def.kind !== 'task') out.value = r.value;
-  out.author = r.author;
-  if (r.identity_strength !== null) out.identity_strength = r.identity_strength;
-  if (r.evidence !== null) out.evidence = r.evidence;
-  const basedOn = visiblePremises(r.based_on, (f) => canRead(access, f));
-  if (basedOn !== null) out.based_on = basedOn;
-  if (r.invocation !== null) out.invocation = r.invocation;
-  out.created_at = formatTime(r.created_at);
-  return out;
+  const versions: Record<string, unknown> = { seq: r.id, record: `${r.class}/${r.rid}`, field: r.field, op: r.op };
+  if (r.version !== null) versions.version = r.version;
+  versions.record_version = r.record_version;
+  // As get shows it (renderWritten): a task field has no value (its change is the lease: op and author).
+  const out = renderWritten(def.kind, r, {}, 'created_at', formatTime(r.created_at), (f) => canRead(access, f));
+  // The change's own keys lead, before the value.
+  return { ...versions, ...out };
 }
 
 /**

@@ -17,6 +17,8 @@ export interface Config {
   replicaWaitMs: number;
   /** Whether writes read their WAL position for X-Kslate-Lsn (one more round trip): auto = when standbys are given. */
   writeLsn: 'auto' | 'on' | 'off';
+  /** Coalesce writes that arrive while others are in flight into one statement and commit (docs/performance.md "Coalesced writes"). */
+  writeBatching: boolean;
   listenHost: string;
   listenPort: number;
   grpcPort: number;
@@ -122,6 +124,11 @@ export const FLAGS: Record<string, FlagSpec> = {
     env: 'KSLATE_WRITE_LSN',
     help: 'answer every write with X-Kslate-Lsn, its read-your-writes token (one more database round trip per write): auto (when --database-replica-url is given), on, off',
     default: 'auto',
+  },
+  'write-batching': {
+    env: 'KSLATE_WRITE_BATCHING',
+    help: 'on: puts, appends, claims and transactions that arrive while write statements are in flight go together as one statement and one commit, each with its own outcome (docs/performance.md "Coalesced writes"); off: one statement each. Always off on Citus',
+    default: 'on',
   },
   listen: { env: 'KSLATE_LISTEN', help: 'HTTP/JSON and MCP address host:port', default: '127.0.0.1:8080' },
   'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
@@ -414,8 +421,13 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   if (writeLsn !== 'auto' && writeLsn !== 'on' && writeLsn !== 'off') {
     throw new ConfigError(`--write-lsn (KSLATE_WRITE_LSN) must be auto, on or off; got "${writeLsn}".`);
   }
+  const writeBatching = raw('write-batching') ?? 'on';
+  if (writeBatching !== 'on' && writeBatching !== 'off') {
+    throw new ConfigError(`--write-batching (KSLATE_WRITE_BATCHING) must be on or off; got "${writeBatching}".`);
+  }
   return {
     idempotencyTtlMs,
+    writeBatching: writeBatching === 'on',
     databaseUrl: raw('database-url') || undefined,
     databaseMode,
     databaseReplicaUrls,

@@ -28,6 +28,8 @@ export interface PromMetrics extends Metrics {
   watchEnded(reason: string): void;
   /** A read was served by `target`: `primary` or a standby's index (--database-replica-url order). */
   dbRead(target: string): void;
+  /** A write statement sent by the write batcher: 1 for a write alone, n for a batch of n (--write-batching). */
+  writeBatch(size: number): void;
   /** Where the gauges read from. */
   gauges: GaugeSources;
 }
@@ -59,6 +61,12 @@ export function createMetrics(): PromMetrics {
     name: 'svc_write_latency_seconds',
     help: 'Latency of every non-GET request, including MCP tool calls.',
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const batches = new Histogram({
+    name: 'svc_write_batch_size',
+    help: 'Writes per write statement with --write-batching on: 1 for a write sent alone (a lane was free), n for n writes coalesced into one statement and one commit.',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
     registers: [registry],
   });
   const checkpoints = counter('svc_checkpoints_total', 'Checkpoints saved.', ['class', 'role']);
@@ -107,6 +115,7 @@ export function createMetrics(): PromMetrics {
     gauges,
     limitRefused: (limit) => refusals.inc({ limit }),
     dbRead: (target) => reads.inc({ target }),
+    writeBatch: (size) => batches.observe(size),
     watchEnded: (reason) => ended.inc({ reason: WATCH_END_REASONS.has(reason) ? reason : 'other' }),
     write: (c, f, o) => writes.inc({ class: c, field: f, outcome: o }),
     rejection: (c, f, r, o) => rejections.inc({ class: c, field: f, role: r, outcome: o }),

@@ -86,7 +86,12 @@ export interface SweepReport {
   roles?: MirrorReport;
   expired?: { records: number; historyRows: number; entries: number; more: boolean };
   /** History rows purged by class retention (issue 37), per class; `more`: a walk was left unfinished. */
-  retention?: { purged: Map<string, number>; more: boolean };
+  retention?: {
+    purged: Map<string, number>;
+    more: boolean;
+    /** Each batch the step ran, in order: its row limit and how long it took (ms, the sweep's clock). */
+    batches: { class: string; walk: RetentionWalk; limit: number; ms: number }[];
+  };
   leases?: { flagged: number; more: boolean };
   /** Read-set entries and scope owners deleted because they outlived the inference window. */
   prunedReads?: number;
@@ -188,22 +193,45 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
     });
     await step('retention', async () => {
       if (classes.length === 0) classes = await db.listClasses();
-      const retention = { purged: new Map<string, number>(), more: false };
+      const retention: NonNullable<SweepReport['retention']> = { purged: new Map<string, number>(), more: false, batches: [] };
       report.retention = retention;
-      for (const c of classes) {
+      // Each class with a `history` gets an equal slice of what is left of the budget (a class
+      // with little to do hands the rest on); passes repeat over the classes whose walks are
+      // unfinished while the budget lasts. Batch sizes follow the measured rate (RetentionBatches).
+      const pending = classes.flatMap((c) => {
         const rules = retentionRules(c.spec as ClassSpec);
-        if (!rules) continue;
-        retention.purged.set(c.name, 0);
-        for (const walk of RETENTION_WALKS) {
-          for (let first = true; first || inBudget(); first = false) {
-            if (stopped()) break;
-            const r = await db.purgeHistory(c.name, walk, rules, PURGE_BATCH);
-            retention.purged.set(c.name, retention.purged.get(c.name)! + r.purged);
-            if (!r.more) break;
-            if (!inBudget()) retention.more = true;
+        return rules ? [{ name: c.name, rules, walk: 0 }] : [];
+      });
+      for (const p of pending) retention.purged.set(p.name, 0);
+      const sizers = new Map<RetentionWalk, RetentionBatches>();
+      let forced = true; // the step's first batch runs whatever the clock says: every sweep makes progress
+      for (let ran = true; ran && pending.length > 0 && !stopped() && (forced || now() < deadline); ) {
+        ran = false; // a pass that ran no batch (no time left in any slice) ends the step
+        for (let i = 0; i < pending.length && !stopped(); ) {
+          const p = pending[i]!;
+          const sliceEnd = now() + Math.max(0, deadline - now()) / (pending.length - i);
+          for (; p.walk < RETENTION_WALKS.length && !stopped(); ) {
+            const walk = RETENTION_WALKS[p.walk]!;
+            const left = sliceEnd - now();
+            if (!forced && left <= 0) break;
+            let sizer = sizers.get(walk);
+            if (!sizer) sizers.set(walk, (sizer = new RetentionBatches(budgetMs)));
+            const limit = sizer.next(left);
+            const t0 = now();
+            const r = await db.purgeHistory(p.name, walk, p.rules, limit);
+            const ms = now() - t0;
+            forced = false;
+            ran = true;
+            sizer.record(Math.max(r.scanned, r.purged), ms);
+            retention.batches.push({ class: p.name, walk, limit, ms });
+            retention.purged.set(p.name, retention.purged.get(p.name)! + r.purged);
+            if (!r.more) p.walk++;
           }
+          if (p.walk >= RETENTION_WALKS.length) pending.splice(i, 1);
+          else i++;
         }
       }
+      retention.more = pending.length > 0;
     });
     await step('leases', async () => {
       const leases = { flagged: 0, more: false };
@@ -284,6 +312,41 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
 
 /** The walks of the retention step, in order: the per-field pass first (keepLast, and rows whose keep lapsed), then by age. */
 const RETENTION_WALKS: readonly RetentionWalk[] = ['fields', 'age', 'rejected'];
+
+/**
+ * The retention step's batch sizes (issue 37): a fixed 10,000-row batch that started just
+ * before the deadline finished a second past it. The first batch of a walk reads
+ * `RETENTION_FIRST_BATCH` rows; each later one is sized from the rate the walk's batches
+ * measured (rows per ms, smoothed) to last `min(budget / 10, 1 s, half the time left)`,
+ * between `RETENTION_MIN_BATCH` and `PURGE_BATCH` rows and at most four times the previous
+ * size. Near the deadline the batches shrink to the minimum, so a sweep ends within its budget
+ * plus about one small batch.
+ */
+export const RETENTION_FIRST_BATCH = 1000;
+export const RETENTION_MIN_BATCH = 100;
+
+export class RetentionBatches {
+  private rate: number | null = null; // rows per ms
+  private last = RETENTION_FIRST_BATCH;
+  constructor(private readonly budgetMs: number) {}
+
+  /** The next batch's row limit, with `leftMs` left before the deadline (<= 0: the minimum). */
+  next(leftMs: number): number {
+    if (this.rate === null) return (this.last = RETENTION_FIRST_BATCH);
+    const targetMs = Math.min(this.budgetMs / 10, 1000, leftMs / 2);
+    const rows = Math.floor(this.rate * targetMs);
+    this.last = Math.max(RETENTION_MIN_BATCH, Math.min(PURGE_BATCH, this.last * 4, rows));
+    return this.last;
+  }
+
+  /** What a batch did (rows read or deleted, whichever is more) and how long it took. */
+  record(rows: number, ms: number): void {
+    // A batch that read few rows (the walk's end) measures mostly its fixed cost: it only
+    // lowers the rate, which errs on the side of the deadline.
+    const rate = Math.max(rows, 1) / Math.max(ms, 1);
+    this.rate = this.rate === null ? rate : (this.rate + rate) / 2;
+  }
+}
 
 /** A class's `history` spec as the purge applies it; null when it keeps every row. */
 export function retentionRules(spec: ClassSpec): RetentionRules | null {

@@ -108,6 +108,10 @@ export const ValuesSchema = v.pipe(v.strictObject({
       v.picklist(['auto', 'on', 'off']),
       describe('Answer every write with X-Kslate-Lsn, its read-your-writes token, at one more database round trip per write (--write-lsn): auto when standbys are given, on, off.'),
     ),
+    writeBatching: v.pipe(
+      v.picklist(['on', 'off']),
+      describe('Coalesce puts, appends, claims and transactions that arrive while write statements are in flight into one statement and one commit, each with its own outcome (--write-batching): on, off. Always off on Citus.'),
+    ),
     idempotencyTtl: v.pipe(
       v.string(),
       v.regex(GO_DURATION),

@@ -49,6 +49,7 @@ import * as sessions from './sessions.js';
 import * as sweep from './sweep.js';
 import * as writes from './writes.js';
 import { ReadRouter, type ReplicaOptions } from './replicas.js';
+import { WriteBatcher, type BatchOptions } from './batch.js';
 import { formatLsn, parseLsn } from '../lsn.js';
 
 export { cancelOwnStatements, CLIENT_CHECK_MS, CLIENT_TIMEOUT_MESSAGE, createPool, namedQuery, poolConfig, runNamed, type PgOptions } from './pool.js';
@@ -56,6 +57,7 @@ export { ROW_OVERHEAD_BYTES } from './conn.js';
 export { REPLICA_DEFAULTS, type ReplicaOptions } from './replicas.js';
 export { queryRecordsStatement } from './query.js';
 export { CLAIM, WRITE } from './writes.js';
+export { WRITE_BATCH_LANES, WRITE_BATCH_MAX, type BatchOptions } from './batch.js';
 export type { Database } from './schema.js';
 
 /** A request's state in its session (PgDb.session): the token its reads need, the position its writes reached. */
@@ -76,6 +78,8 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
    * reads use the token; 'on' for a fleet whose other gateways have standbys.
    */
   writeLsn: 'auto' | 'on' | 'off' = 'auto';
+  /** Coalesced writes (batch.ts, --write-batching): null, each write its own statement. */
+  private batcher: WriteBatcher | null = null;
 
   constructor(
     readonly pool: pg.Pool,
@@ -92,6 +96,20 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
     this.router?.stop();
     this.router = new ReadRouter<PgDb>(this, standbys, opts);
     return this.router.start();
+  }
+
+  /**
+   * Coalesce the puts, appends, claims and transactions of this pool's sessions (batch.ts;
+   * --write-batching on), or not (`null`). Not those of a transaction (an idempotency key, a
+   * dry run): they run on its connection.
+   */
+  batchWrites(opts: BatchOptions | null): void {
+    this.batcher = opts === null ? null : new WriteBatcher(this.conn, opts);
+  }
+
+  /** Whether writes are being coalesced now (false on Citus, and before the first write told whether it is). */
+  get batchingWrites(): boolean {
+    return this.batcher?.active ?? false;
   }
 
   /** Called once if the primary refuses to tell a write's WAL position: writes then answer without X-Kslate-Lsn. */
@@ -136,10 +154,22 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
     return this.router.read(this.req?.min ?? null, (db) => db.guard(() => fn(db)));
   }
 
-  /** A write on the primary; in a session, followed by the WAL position on the same connection. */
-  private write<T>(fn: (s: Statements) => Promise<T>): Promise<T> {
+  /**
+   * A write on the primary; in a session, followed by the WAL position on the same connection.
+   * `batched`: a write the batcher may coalesce with others (put, append, claim, transaction).
+   */
+  private write<T>(fn: (s: Statements) => Promise<T>, batched = false): Promise<T> {
     const req = this.req;
     const wanted = this.writeLsn === 'on' || (this.writeLsn === 'auto' && this.router !== null);
+    const batcher = batched ? this.batcher : null;
+    if (batcher !== null) {
+      return this.guard(async () => {
+        const { value, lsn } = await batcher.run(fn, req !== null && wanted);
+        const n = lsn === null ? null : parseLsn(lsn);
+        if (req !== null && n !== null && (req.lsn === null || n > req.lsn)) req.lsn = n;
+        return value;
+      });
+    }
     if (req === null || !wanted) return this.guard(() => fn(this.conn));
     return this.guard(async () => {
       const { value, lsn } = await this.conn.thenLsn(fn);
@@ -278,15 +308,15 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
   // ---- writes --------------------------------------------------------------------------
 
   writeField(w: WriteRequest) {
-    return this.write((s) => writes.writeField(s, w));
+    return this.write((s) => writes.writeField(s, w), true);
   }
 
   claim(c: ClaimWrite) {
-    return this.write((s) => writes.claim(s, c));
+    return this.write((s) => writes.claim(s, c), true);
   }
 
   transact(t: TransactRequest) {
-    return this.write((s) => writes.transact(s, t));
+    return this.write((s) => writes.transact(s, t), true);
   }
 
   saveCheckpoint(cls: string, rid: string, role: string, document: Record<string, unknown>, author: string) {

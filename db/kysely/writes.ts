@@ -147,12 +147,12 @@ export async function insertRejection(db: Kysely<Database>, row: HistoryInsert):
       ${j(row.based_on ?? null)}, ${j(row.invocation ?? null)}, null)`.execute(db);
 }
 
-/** The transaction of migration 0012, named: every write decided and applied, or none, in one statement. */
+/** The transaction of migration 0012 (with the record ttl of 0019), named: every write decided and applied, or none, in one statement. */
 export const TRANSACT = {
   name: 'kslate_transact',
   text:
-    'select outcome, idx, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, owner, lease_expires_ms, took_over_from ' +
-    'from kslate_transact($1, $2, $3::uuid, $4, $5, $6::jsonb, $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::integer, $15)',
+    'select outcome, idx, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, owner, lease_expires_ms, took_over_from, expires_ms ' +
+    'from kslate_transact($1, $2, $3::uuid, $4, $5, $6::jsonb, $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::integer, $15, $16::integer)',
 };
 
 /** A row of kslate_transact (TRANSACT): one per applied write, or the one rejection. */
@@ -193,6 +193,7 @@ export async function transact(c: Statements, t: TransactRequest): Promise<Trans
     ws.map((w) => (w.kept.kind === 'digest' ? w.kept.sha256 : null)),
     t.stop?.index ?? null,
     t.stop?.outcome ?? null,
+    t.ttl_seconds ?? null,
   ]);
   const rows = res.rows;
   const first = rows[0];
@@ -224,6 +225,7 @@ export async function transact(c: Statements, t: TransactRequest): Promise<Trans
     outcome: 'applied',
     record_version: first.record_version,
     created: first.created,
+    expires_at: first.expires_ms === null || first.expires_ms === undefined ? null : new Date(Number(first.expires_ms)),
     writes: rows.map((r) =>
       r.outcome === 'applied'
         ? { op: ws[r.idx].op as 'put' | 'append', version: r.version }

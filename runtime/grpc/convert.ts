@@ -231,6 +231,7 @@ export function transactResultMsg({ created, body }: Outcome): TransactResult {
       ...optional('took_over_from', w.took_over_from),
     })),
     created: created === true,
+    ...optional('expires_at', body.expires_at),
     ...dry(body),
   };
 }

@@ -291,6 +291,7 @@ export async function startGrpc(
               ...premises(msg.based_on, msg.declare_no_premises),
               ...(msg.evidence !== undefined ? { evidence: msg.evidence } : {}),
               ...(msg.invocation !== null ? { invocation: structToJson(msg.invocation!, 'invocation') } : {}),
+              ...(msg.ttl_seconds !== undefined ? { ttl_seconds: Number(msg.ttl_seconds) } : {}),
             })),
       }),
       transactResultMsg,
@@ -655,6 +656,7 @@ function transactWrite(w: TransactWrite__Output, i: number): Record<string, unkn
     ...(w.invocation !== null ? { invocation: structToJson(w.invocation!, `writes[${i}].invocation`) } : {}),
     ...(w.lease_seconds !== undefined ? { lease_seconds: w.lease_seconds } : {}),
     ...(w.renew ? { renew: true } : {}),
+    ...(w.ttl_seconds !== undefined ? { ttl_seconds: Number(w.ttl_seconds) } : {}),
   };
 }
 

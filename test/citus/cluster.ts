@@ -13,13 +13,15 @@
  * Citus is per database: a database is distributed once the extension exists in it on every
  * node and the coordinator knows the workers (createDatabase does both).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { freePort } from '../setup/ports.js';
+import { accepts, alive, initdb, ownedDir, postgresEnv, postgresUser, signal, spawnLogged, waitFor } from '../support/postgres-process.js';
+
+export { waitFor };
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** Where Debian's layout puts the binaries, inside the build's root. */
@@ -52,55 +54,6 @@ export function buildCitus(): string {
   if (!existsSync(join(root, PG_BIN_IN_ROOT, 'postgres'))) throw new Error(`citus-build.sh printed ${root}, which has no postgres`);
   return root;
 }
-
-/** The user PostgreSQL runs as (it refuses root). */
-function postgresUser(): { uid: number; gid: number } {
-  if (process.getuid?.() !== 0) return { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
-  const line = readFileSync('/etc/passwd', 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('postgres:'));
-  if (!line) throw new Error('no postgres user: install postgresql-15');
-  const [, , uid, gid] = line.split(':');
-  return { uid: Number(uid), gid: Number(gid) };
-}
-
-function alive(pid: number): boolean {
-  try {
-    return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Poll `probe` until it returns a value other than undefined, or fail naming `what` after `timeoutMs`. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    await sleep(everyMs);
-  }
-}
-
-/** Every postmaster any cluster of this process started, killed if the process exits without stop(). */
-const everyPid = new Set<number>();
-process.once('exit', () => {
-  for (const p of everyPid) {
-    try {
-      process.kill(p, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
-});
 
 export interface CitusNode {
   name: string;
@@ -141,8 +94,7 @@ export class CitusCluster {
   static async start(opts: { workers?: number; timeoutMs?: number } = {}): Promise<CitusCluster> {
     const root = buildCitus();
     const { uid, gid } = postgresUser();
-    const dir = mkdtempSync(join(tmpdir(), 'kslate-citus-'));
-    chownSync(dir, uid, gid);
+    const dir = ownedDir('kslate-citus-');
     let bin = join(root, PG_BIN_IN_ROOT);
     if (spawnSync('test', ['-x', join(bin, 'postgres')], { uid, gid }).status !== 0) {
       // The postgres user cannot reach the cache (e.g. under /root): a copy it can.
@@ -166,15 +118,7 @@ export class CitusCluster {
   }
 
   private async initNode(n: CitusNode, timeoutMs: number): Promise<void> {
-    const { uid, gid } = postgresUser();
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: this.dir, LANG: 'C.UTF-8' };
-    const init = spawnSync(join(this.bin, 'initdb'), ['-D', n.dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync'], {
-      uid,
-      gid,
-      env,
-      encoding: 'utf8',
-    });
-    if (init.status !== 0) throw new Error(`initdb ${n.name}: ${init.stderr}`);
+    initdb(this.bin, n.dataDir, { cwd: this.dir, env: postgresEnv(this.dir), extra: ['--no-sync'] });
     const conf = [
       `port = ${n.port}`,
       `listen_addresses = '127.0.0.1'`,
@@ -199,37 +143,11 @@ export class CitusCluster {
     ].join('\n');
     writeFileSync(join(n.dataDir, 'postgresql.conf'), `${readFileSync(join(n.dataDir, 'postgresql.conf'), 'utf8')}\n${conf}`);
     this.startNode(n);
-    await waitFor(`${n.name} to accept connections`, () => this.ping(n), timeoutMs);
+    await waitFor(`${n.name} to accept connections`, () => accepts(this.nodeUrl(n.name)), timeoutMs, 100);
   }
 
   private startNode(n: CitusNode): void {
-    const { uid, gid } = postgresUser();
-    const fd = openSync(join(this.dir, `${n.name}.log`), 'a');
-    try {
-      n.proc = spawn(join(this.bin, 'postgres'), ['-D', n.dataDir], {
-        uid,
-        gid,
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: this.dir, LANG: 'C.UTF-8' },
-        stdio: ['ignore', fd, fd],
-      });
-    } finally {
-      closeSync(fd);
-    }
-    const pid = n.proc.pid;
-    if (pid) everyPid.add(pid);
-    n.proc.once('exit', () => pid && everyPid.delete(pid));
-  }
-
-  private async ping(n: CitusNode): Promise<true | undefined> {
-    const c = new pg.Client({ connectionString: this.nodeUrl(n.name), connectionTimeoutMillis: 2_000 });
-    c.on('error', () => undefined);
-    try {
-      await c.connect();
-      await c.query('select 1');
-      return true;
-    } finally {
-      await c.end().catch(() => undefined);
-    }
+    n.proc = spawnLogged(join(this.bin, 'postgres'), ['-D', n.dataDir], join(this.dir, `${n.name}.log`), { asPostgres: true, env: postgresEnv(this.dir) });
   }
 
   /** Run `fn` with a client on node `name`, database `database`. */
@@ -301,23 +219,11 @@ export class CitusCluster {
     if (this.stopped) return;
     this.stopped = true;
     const pids = this.nodes.map((n) => n.proc?.pid).filter((p): p is number => !!p && alive(p));
-    for (const p of pids) {
-      try {
-        process.kill(p, 'SIGINT');
-      } catch {
-        /* gone */
-      }
-    }
+    signal(pids, 'SIGINT');
     try {
       await waitFor('the nodes to stop', () => (pids.some(alive) ? undefined : true), 30_000, 50);
     } catch {
-      for (const p of pids) {
-        try {
-          process.kill(p, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }
+      signal(pids, 'SIGKILL');
     }
     if (!process.env.KSLATE_CITUS_KEEP) rmSync(this.dir, { recursive: true, force: true });
   }

@@ -9,13 +9,15 @@
  * `postgres` user; etcd and HAProxy run as the test. `stop()` kills every process it started
  * (by pid, frozen ones too) and removes the directory; so does the process's exit.
  */
-import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { chownSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import { freePort } from '../setup/ports.js';
+import { alive, childrenOf, ownedDir, postgresEnv, postgresUser, signal, spawnLogged, waitFor } from '../support/postgres-process.js';
+
+export { waitFor };
 
 export const PG_BIN = '/usr/lib/postgresql/15/bin';
 
@@ -53,74 +55,6 @@ export interface NodeInfo {
   frozen: number[];
 }
 
-/** The user PostgreSQL runs as (it refuses root). */
-function postgresUser(): { uid: number; gid: number } {
-  const line = readFileSync('/etc/passwd', 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('postgres:'));
-  if (!line) throw new Error('no postgres user: install postgresql-15 (scripts/ha-deps.sh)');
-  const [, , uid, gid] = line.split(':');
-  return { uid: Number(uid), gid: Number(gid) };
-}
-
-/** The pids whose parent is `pid` (from /proc), e.g. a postmaster's backends. */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      // "pid (comm) state ppid ...": comm may hold spaces, so read after the last ')'.
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === pid) out.push(Number(d));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
-
-function alive(pid: number): boolean {
-  try {
-    // A zombie (exited, not yet reaped) counts as gone.
-    return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-
-function signal(pids: number[], sig: NodeJS.Signals): void {
-  for (const p of pids) {
-    try {
-      process.kill(p, sig);
-    } catch {
-      /* already gone */
-    }
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Poll `probe` until it returns a value other than undefined, or fail naming `what` after `timeoutMs`. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, everyMs = 200): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    await sleep(everyMs);
-  }
-}
-
-/** Every process any cluster of this process started, killed if the process exits without stop(). */
-const everyPid = new Set<number>();
-process.once('exit', () => signal([...everyPid], 'SIGKILL'));
-
 export class HaCluster {
   readonly nodes: NodeInfo[] = [];
   private etcd: ChildProcess | null = null;
@@ -154,7 +88,7 @@ export class HaCluster {
   static async start(opts: { nodes?: number; timeoutMs?: number } = {}): Promise<HaCluster> {
     const missing = missingTools();
     if (missing) throw new Error(missing);
-    const dir = mkdtempSync(join(tmpdir(), 'kslate-ha-'));
+    const dir = ownedDir('kslate-ha-');
     const c = new HaCluster(dir, await freePort(), `kslate-${process.pid}`);
     try {
       await c.boot(opts.nodes ?? 3, opts.timeoutMs ?? 180_000);
@@ -165,25 +99,13 @@ export class HaCluster {
     }
   }
 
-  /**
-   * Spawn a child writing stdout and stderr to `<dir>/<log>.log` (appended: a restarted node
-   * keeps its earlier log). Files, not pipes: nothing has to read them, so a chatty child never blocks.
-   */
-  private spawnLogged(cmd: string, args: string[], log: string, opts: SpawnOptions = {}): ChildProcess {
-    const fd = openSync(join(this.dir, `${log}.log`), 'a');
-    try {
-      const child = spawn(cmd, args, { ...opts, stdio: ['ignore', fd, fd] });
-      if (child.pid) everyPid.add(child.pid);
-      child.once('exit', () => child.pid && everyPid.delete(child.pid));
-      return child;
-    } finally {
-      closeSync(fd);
-    }
+  /** A child logging to `<dir>/<log>.log` (support/postgres-process.ts spawnLogged). */
+  private spawnLogged(cmd: string, args: string[], log: string, opts: SpawnOptions & { asPostgres?: boolean } = {}): ChildProcess {
+    return spawnLogged(cmd, args, join(this.dir, `${log}.log`), opts);
   }
 
   private async boot(count: number, timeoutMs: number): Promise<void> {
     const { uid, gid } = postgresUser();
-    chownSync(this.dir, uid, gid);
     this.etcdPort = await freePort();
     const peerPort = await freePort();
     const etcdDir = join(this.dir, 'etcd');
@@ -308,12 +230,10 @@ export class HaCluster {
   startPatroni(name: string): void {
     const n = this.node(name);
     if (n.patroni && n.patroni.exitCode === null && n.patroni.signalCode === null) throw new Error(`${name}: Patroni is running`);
-    const { uid, gid } = postgresUser();
     n.patroni = this.spawnLogged('patroni', [join(n.dir, 'patroni.yml')], name, {
-      uid,
-      gid,
+      asPostgres: true,
       cwd: n.dir,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: n.dir, LANG: 'C.UTF-8', PYTHONUNBUFFERED: '1' },
+      env: postgresEnv(n.dir, { PYTHONUNBUFFERED: '1' }),
     });
   }
 

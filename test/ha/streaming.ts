@@ -7,48 +7,19 @@
  * under /tmp that user owns, on free loopback ports. `stop()` kills what it started and removes
  * the directory; so does the process's exit.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, chownSync, closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from '../setup/ports.js';
-import { PG_BIN, waitFor } from './cluster.js';
-
-function postgresUser(): { uid: number; gid: number } {
-  const line = readFileSync('/etc/passwd', 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('postgres:'));
-  if (!line) throw new Error('no postgres user: install postgresql-15 (scripts/ha-deps.sh)');
-  const [, , uid, gid] = line.split(':');
-  return { uid: Number(uid), gid: Number(gid) };
-}
+import { accepts, childrenOf, initdb, ownedDir, postgresEnv, runAsPostgres, spawnLogged, waitFor } from '../support/postgres-process.js';
+import { PG_BIN } from './cluster.js';
 
 /** Why the harness cannot run here, or null. */
 export function missingStreamingTools(): string | null {
   for (const t of ['initdb', 'postgres', 'pg_basebackup']) if (!existsSync(join(PG_BIN, t))) return `missing ${join(PG_BIN, t)}: run scripts/ha-deps.sh (as root)`;
   return null;
 }
-
-/** The pids whose parent is `pid` (from /proc): a postmaster's backends. */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
-
-const started = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const c of started) c.kill('SIGKILL');
-});
 
 export interface PgServer {
   name: string;
@@ -60,7 +31,6 @@ export interface PgServer {
 export class StreamingCluster {
   readonly primary: PgServer;
   readonly standbys: PgServer[] = [];
-  private readonly owner = postgresUser();
 
   private constructor(readonly dir: string, primaryPort: number) {
     this.primary = { name: 'primary', port: primaryPort, dataDir: join(dir, 'primary'), proc: null };
@@ -70,11 +40,10 @@ export class StreamingCluster {
   static async start(standbys: number): Promise<StreamingCluster> {
     const missing = missingStreamingTools();
     if (missing) throw new Error(missing);
-    const dir = mkdtempSync(join(tmpdir(), 'kslate-streaming-'));
+    const dir = ownedDir('kslate-streaming-');
     const c = new StreamingCluster(dir, await freePort());
     try {
-      chownSync(dir, c.owner.uid, c.owner.gid);
-      c.run('initdb', ['-D', c.primary.dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C']);
+      initdb(PG_BIN, c.primary.dataDir, { cwd: dir, env: postgresEnv(dir) });
       appendFileSync(
         join(c.primary.dataDir, 'postgresql.conf'),
         [
@@ -100,12 +69,6 @@ export class StreamingCluster {
     }
   }
 
-  /** Run a PostgreSQL tool as the postgres user; throws with its output when it fails. */
-  private run(tool: string, args: string[]): void {
-    const r = spawnSync(join(PG_BIN, tool), args, { uid: this.owner.uid, gid: this.owner.gid, cwd: this.dir, encoding: 'utf8', env: { PATH: '/usr/bin:/bin', LANG: 'C' } });
-    if (r.status !== 0) throw new Error(`${tool} ${args.join(' ')} failed: ${r.stderr || r.stdout || r.error?.message}`);
-  }
-
   url(s: PgServer = this.primary, database = 'postgres'): string {
     return `postgres://postgres@127.0.0.1:${s.port}/${database}`;
   }
@@ -113,7 +76,7 @@ export class StreamingCluster {
   /** A streaming standby cloned from the primary now (pg_basebackup -R). */
   async addStandby(): Promise<PgServer> {
     const s: PgServer = { name: `standby${this.standbys.length}`, port: await freePort(), dataDir: join(this.dir, `standby${this.standbys.length}`), proc: null };
-    this.run('pg_basebackup', ['-D', s.dataDir, '-h', '127.0.0.1', '-p', String(this.primary.port), '-U', 'postgres', '-X', 'stream', '-R', '-c', 'fast']);
+    runAsPostgres(join(PG_BIN, 'pg_basebackup'), ['-D', s.dataDir, '-h', '127.0.0.1', '-p', String(this.primary.port), '-U', 'postgres', '-X', 'stream', '-R', '-c', 'fast'], { cwd: this.dir, env: postgresEnv(this.dir) });
     this.standbys.push(s);
     await this.startServer(s);
     return s;
@@ -121,32 +84,18 @@ export class StreamingCluster {
 
   /** Start (or restart) one server; resolves once it accepts connections (a standby: reads). */
   async startServer(s: PgServer): Promise<void> {
-    const fd = openSync(join(this.dir, `${s.name}.log`), 'a');
-    try {
-      s.proc = spawn(join(PG_BIN, 'postgres'), ['-D', s.dataDir, '-p', String(s.port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${this.dir}`], {
-        uid: this.owner.uid,
-        gid: this.owner.gid,
-        stdio: ['ignore', fd, fd],
-        env: { PATH: '/usr/bin:/bin', LANG: 'C' },
-      });
-    } finally {
-      closeSync(fd);
-    }
-    const proc = s.proc;
-    started.add(proc);
-    proc.once('exit', () => started.delete(proc));
+    const proc = spawnLogged(
+      join(PG_BIN, 'postgres'),
+      ['-D', s.dataDir, '-p', String(s.port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${this.dir}`],
+      join(this.dir, `${s.name}.log`),
+      { asPostgres: true, env: postgresEnv(this.dir) },
+    );
+    s.proc = proc;
     await waitFor(
       `${s.name} to accept connections`,
-      async () => {
+      () => {
         if (proc.exitCode !== null) throw new Error(`${s.name} exited: ${this.log(s).slice(-2000)}`);
-        const c = new pg.Client({ connectionString: this.url(s) });
-        try {
-          await c.connect();
-          await c.query('select 1');
-          return true;
-        } finally {
-          await c.end().catch(() => undefined);
-        }
+        return accepts(this.url(s));
       },
       60_000,
       100,

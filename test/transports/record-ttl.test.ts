@@ -139,3 +139,70 @@ test('the sweep expires a record whose own expiry passed, whatever its class', a
   expect(again.status).toBe(201);
   expect((await t.call('alice', 'GET', '/v1/records/runs/gone')).body).not.toHaveProperty('expires_at');
 });
+
+test('transactions take ttl_seconds (top level or on a put/append): the longest one applies once, when every write applies; HTTP, MCP and gRPC', async () => {
+  const path = '/v1/records/runs/tx1/transactions';
+  const t0 = Date.now();
+  const first = await t.call('alice', 'POST', path, {
+    ttl_seconds: 300,
+    writes: [
+      { op: 'put', field: 'title', value: 'a', expected_version: 0 },
+      { op: 'append', field: 'log', entry: 1, evidence: 'test', ttl_seconds: 600 },
+    ],
+  });
+  expect(first.status, JSON.stringify(first.body)).toBe(201);
+  const e1 = Date.parse(first.body.expires_at);
+  expect(e1).toBe(await expiresMs('runs', 'tx1'));
+  expect(e1).toBeGreaterThanOrEqual(t0 + 590_000); // the append's 600 s, the longer
+  expect(e1).toBeLessThanOrEqual(Date.now() + 600_000 + 1000);
+  expect((await t.call('alice', 'GET', '/v1/records/runs/tx1')).body.expires_at).toBe(first.body.expires_at);
+  // A shorter one never brings it forward; a transaction without one says nothing of it.
+  const shorter = await t.call('alice', 'POST', path, { ttl_seconds: 10, writes: [{ op: 'put', field: 'title', value: 'b', expected_version: 1 }] });
+  expect(Date.parse(shorter.body.expires_at)).toBe(e1);
+  const plain = await t.call('alice', 'POST', path, { writes: [{ op: 'put', field: 'title', value: 'c', expected_version: 2 }] });
+  expect(plain.status).toBe(200);
+  expect(plain.body).not.toHaveProperty('expires_at');
+  // A refused transaction (its second write is stale) leaves the expiry alone.
+  const refused = await t.call('alice', 'POST', path, {
+    ttl_seconds: 3600,
+    writes: [
+      { op: 'append', field: 'log', entry: 2, evidence: 'test' },
+      { op: 'put', field: 'title', value: 'x', expected_version: 0 },
+    ],
+  });
+  expect(refused.status).toBe(409);
+  expect(refused.body).toMatchObject({ error: 'STALE', index: 1 });
+  expect(await expiresMs('runs', 'tx1')).toBe(e1);
+  // Bounded by maxTtl like a single write, at the top level and on a write.
+  const over = await t.call('alice', 'POST', path, { ttl_seconds: 3601, writes: [{ op: 'put', field: 'title', value: 'y', expected_version: 3 }] });
+  expect(over.status).toBe(400);
+  expect(over.body.message).toMatch(/ttl_seconds 3601 is longer than class "runs" allows/);
+  const overWrite = await t.call('alice', 'POST', path, { writes: [{ op: 'put', field: 'title', value: 'y', expected_version: 3, ttl_seconds: 3601 }] });
+  expect(overWrite.status).toBe(400);
+  expect(overWrite.body).toMatchObject({ error: 'MALFORMED', index: 0 });
+
+  const res: any = await mcp.callTool({
+    name: 'svc_transaction',
+    arguments: { record: 'runs/txm', ttl_seconds: 120, writes: [{ op: 'put', field: 'title', value: 'a', expected_version: 0 }] },
+  });
+  expect(res.isError ?? false, JSON.stringify(res)).toBe(false);
+  expect(Date.parse(res.structuredContent.expires_at)).toBe(await expiresMs('runs', 'txm'));
+
+  const tx = await new Promise<any>((resolve, reject) =>
+    grpcClient.Transact(
+      { record: 'runs/txg', ttl_seconds: 300, writes: [{ op: 'put', field: 'title', value: { stringValue: 'a' }, expected_version: 0 }] },
+      md(),
+      (e: grpc.ServiceError | null, r: unknown) => (e ? reject(e) : resolve(r)),
+    ),
+  );
+  expect(Date.parse(tx.expires_at)).toBe(await expiresMs('runs', 'txg'));
+  const own = await new Promise<any>((resolve, reject) =>
+    grpcClient.Transact(
+      { record: 'runs/txg', writes: [{ op: 'append', field: 'log', entry: { numberValue: 1 }, evidence: 'test', ttl_seconds: 900 }] },
+      md(),
+      (e: grpc.ServiceError | null, r: unknown) => (e ? reject(e) : resolve(r)),
+    ),
+  );
+  expect(Date.parse(own.expires_at)).toBeGreaterThan(Date.parse(tx.expires_at));
+  expect(Date.parse(own.expires_at)).toBe(await expiresMs('runs', 'txg'));
+});

@@ -98,7 +98,7 @@ test('each tool argument is converted from the schema entry its operation declar
       checked++;
     }
   }
-  expect(checked).toBe(26); // 20, the transaction tool's 4 (issue 33), ttl_seconds on put and append (issue 37)
+  expect(checked).toBe(27); // 20, the transaction tool's 4 (issue 33), ttl_seconds on put, append and transaction (issue 37)
   // A few that matter to a model: bounds from the handlers' constants.
   const props = (tool: string) => (TOOL_LIST.find((t) => t.name === tool)!.inputSchema as any).properties;
   expect(props('svc_get').entries_limit.maximum).toBe(MAX_ENTRIES_LIMIT);

@@ -1203,6 +1203,8 @@ export interface components {
             evidence?: string;
             /** @description Optional JSON object, at most 1 KiB, identifying this call (run id, tool call id); stored with the write. */
             invocation?: Record<string, never>;
+            /** @description Optional: the record expires this many seconds after this write, unless it already expires later (the expiry is set or extended, never brought forward); at most the class's maxTtl. Without it the class ttl applies. */
+            ttl_seconds?: number;
         };
         TransactionResponse: {
             /** @description The record, "<class>/<id>". */
@@ -1211,6 +1213,11 @@ export interface components {
             record_version: number;
             /** @description The id of the transaction, on each of its history rows. */
             transaction: string;
+            /**
+             * Format: date-time
+             * @description When the record expires, after this write set or extended it (ttl_seconds).
+             */
+            expires_at?: string;
             /** @description Each write's answer in order, as the single write answers without record and record_version. */
             writes: {
                 /** @enum {string} */

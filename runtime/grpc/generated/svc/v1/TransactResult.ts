@@ -10,6 +10,8 @@ export interface TransactResult {
   'writes'?: (_svc_v1_TransactWriteResult)[];
   'created'?: (boolean);
   'dry_run'?: (boolean);
+  'expires_at'?: (string);
+  '_expires_at'?: "expires_at";
 }
 
 export interface TransactResult__Output {
@@ -19,4 +21,6 @@ export interface TransactResult__Output {
   'writes': (_svc_v1_TransactWriteResult__Output)[];
   'created': (boolean);
   'dry_run': (boolean);
+  'expires_at'?: (string);
+  '_expires_at'?: "expires_at";
 }

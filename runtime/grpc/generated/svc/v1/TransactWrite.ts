@@ -17,9 +17,11 @@ export interface TransactWrite {
   'invocation'?: (_google_protobuf_Struct | null);
   'lease_seconds'?: (number);
   'renew'?: (boolean);
+  'ttl_seconds'?: (number | string | Long);
   '_expected_version'?: "expected_version";
   '_evidence'?: "evidence";
   '_lease_seconds'?: "lease_seconds";
+  '_ttl_seconds'?: "ttl_seconds";
 }
 
 export interface TransactWrite__Output {
@@ -34,7 +36,9 @@ export interface TransactWrite__Output {
   'invocation': (_google_protobuf_Struct__Output | null);
   'lease_seconds'?: (number);
   'renew': (boolean);
+  'ttl_seconds'?: (number);
   '_expected_version'?: "expected_version";
   '_evidence'?: "evidence";
   '_lease_seconds'?: "lease_seconds";
+  '_ttl_seconds'?: "ttl_seconds";
 }

@@ -1,0 +1,266 @@
+/**
+ * Coalesced writes (issue 38 item 1; docs/performance.md "Coalesced writes"): while
+ * `lanes` write statements are in flight on the pool, further writes (put, append, claim,
+ * transactions) queue; when one returns, the queue goes as one statement,
+ * kslate_write_batch (migration 0020), in one transaction with one commit, each write with
+ * its own outcome. No timer: a write that finds a lane free goes at once, as its own single
+ * statement, so an idle gateway adds no latency.
+ *
+ * A write is its ordinary statement-building function (writes.ts writeField, claim,
+ * transact) run against a Statements that captures the statement it sends instead of sending
+ * it; the batch answers each captured statement with the rows its function answered in the
+ * batch, and the function reads them as it reads its own. So a batched write's request and
+ * answer are built by the very code of the unbatched one.
+ *
+ * - Writes in a batch are sorted by record (class, then id; stable, so writes to one record
+ *   keep their arrival order): every batch takes its records' locks in one order, and two
+ *   batches never deadlock (a single write locks one record).
+ * - A rejection is a row, not an exception (the write functions raise nothing for STALE,
+ *   HELD, ...): it leaves the batch's other writes as they would be alone.
+ * - A write that raises aborts the batch's transaction, nothing of it committed (the server
+ *   answered an error). The batch's writes then run again as single statements, one by one
+ *   per record (records side by side), so only the faulty one fails. Not after a timeout (the
+ *   budget is spent, or the gateway cancelled it at shutdown) or a lost connection (the
+ *   outcome is unknown): every write of the batch fails with that fault, as a single write
+ *   would.
+ * - A request is answered only after its batch's statement returned, that is committed.
+ * - The WAL position (--write-lsn) is read once per batch, after it, on its connection.
+ * - On Citus a batch would span shards: batching is off there (checked once, on the first write).
+ */
+import { classifyDbError } from '../errors.js';
+import type { Conn, Statements } from './conn.js';
+
+/** At most this many writes go in one batch statement (a longer queue goes as several). */
+export const WRITE_BATCH_MAX = 64;
+/** Write statements in flight at once before writes queue for a batch. */
+export const WRITE_BATCH_LANES = 2;
+
+/**
+ * The single statements a batch carries, by their exact text (writes.ts WRITE, CLAIM,
+ * TRANSACT, copied here: kslate_write_batch passes their arguments by position, so a changed
+ * statement must not be batched until migration 0020's successor knows it; a test compares
+ * them) and the function letter kslate_write_batch knows them by.
+ */
+export const BATCHED_STATEMENTS: ReadonlyMap<string, 'w' | 'c' | 'x'> = new Map([
+  [
+    'select outcome, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, expires_ms from kslate_write($1, $2, $3, $4, $5, $6, $7::jsonb, $8::text[], $9, $10, $11, $12, $13, $14, $15, $16::integer)',
+    'w',
+  ],
+  ['select outcome, version, record_version, created, owner, lease_expires_ms, took_over_from from kslate_claim($1, $2, $3, $4, $5, $6, $7)', 'c'],
+  [
+    'select outcome, idx, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, owner, lease_expires_ms, took_over_from, expires_ms ' +
+      'from kslate_transact($1, $2, $3::uuid, $4, $5, $6::jsonb, $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::integer, $15, $16::integer)',
+    'x',
+  ],
+]);
+
+const BATCH = { name: 'kslate_write_batch', text: 'select i, r from kslate_write_batch($1::json)' };
+
+export interface BatchOptions {
+  maxBatch?: number;
+  lanes?: number;
+  /** Every write statement sent: 1 for a write alone, n for a batch of n. */
+  onBatch?: (size: number) => void;
+}
+
+type Rows = { rows: unknown[] };
+
+/** A write waiting in the queue. */
+interface Pending {
+  fn: (s: Statements) => Promise<unknown>;
+  wantLsn: boolean;
+  resolve(v: { value: unknown; lsn: string | null }): void;
+  reject(e: unknown): void;
+}
+
+/** A write's statement, captured: sent in a batch (or alone) and answered through `answer`. */
+interface Captured {
+  letter: 'w' | 'c' | 'x';
+  name: string;
+  text: string;
+  values: readonly unknown[];
+  wantLsn: boolean;
+  lsn: string | null;
+  answer(rows: Rows): void;
+  fail(e: unknown): void;
+}
+
+export class WriteBatcher {
+  private inFlight = 0;
+  private readonly queue: Pending[] = [];
+  /** Whether the database is Citus (no batching); undefined until known. */
+  private citus: boolean | undefined;
+  private asking = false;
+  private readonly maxBatch: number;
+  private readonly lanes: number;
+
+  constructor(
+    private readonly conn: Conn,
+    private readonly opts: BatchOptions = {},
+  ) {
+    this.maxBatch = Math.max(1, opts.maxBatch ?? WRITE_BATCH_MAX);
+    this.lanes = Math.max(1, opts.lanes ?? WRITE_BATCH_LANES);
+  }
+
+  /** Whether writes are being batched (false before the first write has told whether the database is Citus). */
+  get active(): boolean {
+    return this.citus === false;
+  }
+
+  /** Run one write (its statement-building function), alone or in a batch; with its WAL position when `wantLsn`. */
+  run<T>(fn: (s: Statements) => Promise<T>, wantLsn: boolean): Promise<{ value: T; lsn: string | null }> {
+    if (this.citus !== false) {
+      this.askCitus();
+      return this.alone(fn, wantLsn);
+    }
+    if (this.inFlight < this.lanes) return this.track(this.alone(fn, wantLsn));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ fn, wantLsn, resolve: resolve as Pending['resolve'], reject });
+    });
+  }
+
+  private askCitus(): void {
+    if (this.asking || this.citus !== undefined) return;
+    this.asking = true;
+    this.conn.citus().then(
+      (c) => {
+        this.citus = c;
+        this.asking = false;
+      },
+      () => {
+        this.asking = false; // asked again on a later write
+      },
+    );
+  }
+
+  /** A write as its own statement (the unbatched path). */
+  private alone<T>(fn: (s: Statements) => Promise<T>, wantLsn: boolean): Promise<{ value: T; lsn: string | null }> {
+    this.opts.onBatch?.(1);
+    return wantLsn ? this.conn.thenLsn(fn) : fn(this.conn).then((value) => ({ value, lsn: null }));
+  }
+
+  /** Holds a lane until `p` settles, then sends what queued meanwhile. */
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.inFlight++;
+    const done = () => {
+      this.inFlight--;
+      this.pump();
+    };
+    p.then(done, done);
+    return p;
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.lanes && this.queue.length > 0) {
+      const items = this.queue.splice(0, this.maxBatch);
+      if (items.length === 1) {
+        const it = items[0];
+        this.track(this.alone(it.fn, it.wantLsn)).then(it.resolve, it.reject);
+      } else this.track(this.batch(items));
+    }
+  }
+
+  /** Send `items` as one batch statement; settles once every item's statement is answered. */
+  private async batch(items: Pending[]): Promise<void> {
+    const caps: Captured[] = [];
+    let capturing = true;
+    for (const it of items) {
+      let cap: Captured | undefined;
+      const s: Statements = {
+        exec: <R>(name: string, text: string, values: readonly unknown[]) => {
+          const letter = BATCHED_STATEMENTS.get(text);
+          // A statement the batch does not carry, or one sent later: alone.
+          if (!capturing || cap !== undefined || letter === undefined) return this.conn.exec<R>(name, text, values);
+          return new Promise<{ rows: R[] }>((resolve, reject) => {
+            cap = { letter, name, text, values, wantLsn: it.wantLsn, lsn: null, answer: resolve as Captured['answer'], fail: reject };
+            caps.push(cap);
+          });
+        },
+        named: (name, values, build) => this.conn.named(name, values, build),
+      };
+      // The write functions send their one statement before their first await: captured now.
+      it.fn(s).then(async (value) => {
+        let lsn = cap?.lsn ?? null;
+        // Not captured (sent alone on the pool): its position read after it, on any connection.
+        if (cap === undefined && it.wantLsn) lsn = (await this.conn.thenLsn(async () => undefined).catch(() => ({ lsn: null }))).lsn;
+        it.resolve({ value, lsn });
+      }, it.reject);
+    }
+    capturing = false;
+    if (caps.length === 0) return;
+    if (caps.length === 1) return this.sendAlone(caps[0]);
+
+    // By record; Array.prototype.sort is stable, so one record's writes keep their order.
+    const sorted = caps
+      .map((c, k) => ({ c, k }))
+      .sort((a, b) => cmp(a.c.values[0], b.c.values[0]) || cmp(a.c.values[1], b.c.values[1]) || a.k - b.k)
+      .map((x) => x.c);
+    const wantLsn = sorted.some((c) => c.wantLsn);
+    const param = JSON.stringify(sorted.map((c) => [c.letter, ...c.values]));
+    this.opts.onBatch?.(sorted.length);
+    let res: { rows: { i: number; r: unknown }[] };
+    let lsn: string | null = null;
+    try {
+      if (wantLsn) ({ value: res, lsn } = await this.conn.thenLsn((st) => st.exec<{ i: number; r: unknown }>(BATCH.name, BATCH.text, [param])));
+      else res = await this.conn.exec<{ i: number; r: unknown }>(BATCH.name, BATCH.text, [param]);
+    } catch (e) {
+      if (!rolledBack(e)) {
+        for (const c of sorted) c.fail(e);
+        return;
+      }
+      // A write raised: nothing of the batch committed. Each again alone, one record's in order.
+      const byRecord = new Map<string, Captured[]>();
+      for (const c of sorted) {
+        const key = JSON.stringify([c.values[0], c.values[1]]);
+        const list = byRecord.get(key);
+        if (list) list.push(c);
+        else byRecord.set(key, [c]);
+      }
+      await Promise.all(
+        [...byRecord.values()].map(async (list) => {
+          for (const c of list) await this.sendAlone(c);
+        }),
+      );
+      return;
+    }
+    const rows: unknown[][] = sorted.map(() => []);
+    for (const row of res.rows) rows[row.i]?.push(row.r);
+    sorted.forEach((c, k) => {
+      c.lsn = lsn;
+      c.answer({ rows: rows[k] });
+    });
+  }
+
+  /** A captured statement sent as its own statement. */
+  private async sendAlone(c: Captured): Promise<void> {
+    this.opts.onBatch?.(1);
+    try {
+      if (c.wantLsn) {
+        const { value, lsn } = await this.conn.thenLsn((st) => st.exec(c.name, c.text, c.values));
+        c.lsn = lsn;
+        c.answer(value);
+      } else c.answer(await this.conn.exec(c.name, c.text, c.values));
+    } catch (e) {
+      c.fail(e);
+    }
+  }
+}
+
+function cmp(a: unknown, b: unknown): number {
+  const x = String(a);
+  const y = String(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/**
+ * Whether the server answered the batch with an error that rolled it back and that the
+ * batch's writes, each alone, may not meet: a write's own fault. Not a timeout (the budget is
+ * spent; also how a shutdown cancels statements), a lost or unreachable server (the outcome
+ * is unknown) or a missing schema.
+ */
+function rolledBack(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return false;
+  const fault = classifyDbError(e);
+  return fault === null || fault === 'data';
+}
