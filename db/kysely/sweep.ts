@@ -45,7 +45,7 @@ export async function releaseLease(db: Kysely<Database>, name: string, holder: s
 
 /** Whether `db` is on Citus, asked once per Kysely instance (PgDb passes what its pool knows). */
 const citusOf = new WeakMap<object, Promise<boolean>>();
-function isCitus(db: Kysely<Database>): Promise<boolean> {
+export function isCitus(db: Kysely<Database>): Promise<boolean> {
   let p = citusOf.get(db);
   if (!p) {
     p = sql<{ c: boolean }>`select exists (select 1 from pg_extension where extname = 'citus') as c`
@@ -305,7 +305,7 @@ export async function purgeHistoryBatch(
   // Times travel as text: a JS Date would drop the microseconds and the walk would read rows twice.
   // On Citus (history_retention a reference table, migration 0018) RETURNING may not cast a
   // time to text (not IMMUTABLE): the cursor is read back by a second statement there.
-  const citus = await onCitus(db);
+  const citus = await isCitus(db);
   const upsert = sql`
     insert into history_retention as t (class, rule, spec) values (${cls}, ${walk}, ${r.spec})
     on conflict (class, rule) do update set
@@ -390,27 +390,13 @@ export async function purgeHistoryBatch(
   return { purged: row.purged, scanned: row.scanned, more: row.scanned >= limit || stay };
 }
 
-/** Whether the database is distributed by Citus (migration 0014), asked once per Kysely. */
-const citusOf = new WeakMap<Kysely<Database>, Promise<boolean>>();
-function onCitus(db: Kysely<Database>): Promise<boolean> {
-  let p = citusOf.get(db);
-  if (!p) {
-    p = sql<{ c: boolean }>`select exists (select 1 from pg_extension where extname = 'citus') as c`
-      .execute(db)
-      .then((r) => r.rows[0]?.c === true);
-    p.catch(() => citusOf.delete(db));
-    citusOf.set(db, p);
-  }
-  return p;
-}
-
 /**
  * One batch of purgeHistoryBatch on Citus (migration 0018): the walk's rows are read across
  * shards without locks (Citus refuses FOR UPDATE across shards), then each record's purge is
  * one kslate_purge_history call, delegated to the record's node, which judges
  * kslate_history_kept there under the record's lock and moves its history_purged boundary.
  */
-async function purgeByRecord(
+export async function purgeByRecord(
   db: Kysely<Database>,
   cls: string,
   walk: RetentionWalk,
@@ -435,6 +421,18 @@ async function purgeByRecord(
       where h.class = ${cls} and ${after}
       order by h.created_at, h.id
       limit ${limit}`.execute(db)).rows;
+  } else if (walk === 'checkpoints') {
+    // The records whose checkpoints were saved since the cursor: every field of each
+    // (retention.ts purgeCheckpointedBatch routes here on Citus).
+    rows = (await sql<{ rid: string; field: string; id: number; at: string }>`
+      select s.rid, f.name as field, s.record_id as id, s.saved_at::text as at from (
+        select c.rid, c.record_id, c.saved_at from checkpoints c
+        join records rec on rec.rid = c.rid and rec.id = c.record_id
+        where rec.class = ${cls} and ${after}
+        order by c.saved_at, c.record_id
+        limit ${limit}) s
+      join fields f on f.rid = s.rid and f.record_id = s.record_id
+      order by s.saved_at, s.record_id`.execute(db)).rows;
   } else {
     // A walk added later needs its Citus shape here (this fails to compile until it has one).
     const unknown: never = walk;
