@@ -290,6 +290,20 @@ export async function gauges(db: Kysely<Database>, classes: string[], roles: Rol
 
 
 /**
+ * The end of a purge statement, after its `del` step: each record's purged boundary recorded
+ * (`history_purged`, what readers see), then how many rows `scanned` (the statement's scan
+ * step) read, how many were deleted, and the last row read (where the walk resumes).
+ */
+const purgeEnd = (cls: string, scanned: 'cand' | 'scan') => sql`mark as (
+        insert into history_purged as p (class, rid, before, before_id)
+        select ${cls}, rid, max(created_at), max(id) from del group by rid
+        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
+                                               before_id = greatest(p.before_id, excluded.before_id)
+      ), last as (select created_at, id from ${sql.raw(scanned)} order by created_at desc, id desc limit 1)
+      select (select count(*) from ${sql.raw(scanned)})::int as scanned, (select count(*) from del)::int as purged,
+             (select created_at::text from last) as last_at, (select id from last) as last_id`;
+
+/**
  * One bounded batch of a class's history retention (migration 0013): reads at most `limit`
  * rows past the walk's cursor, deletes those the rules purge and `kslate_history_kept` does
  * not keep, records the boundary readers see (`history_purged`), and moves the cursor. A
@@ -336,14 +350,7 @@ export async function purgeHistoryBatch(
       ), del as (
         delete from history h using cand c where h.id = c.id and not kslate_history_kept(h)
         returning h.id, h.rid, h.created_at
-      ), mark as (
-        insert into history_purged as p (class, rid, before, before_id)
-        select ${cls}, rid, max(created_at), max(id) from del group by rid
-        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
-                                               before_id = greatest(p.before_id, excluded.before_id)
-      ), last as (select created_at, id from cand order by created_at desc, id desc limit 1)
-      select (select count(*) from cand)::int as scanned, (select count(*) from del)::int as purged,
-             (select created_at::text from last) as last_at, (select id from last) as last_id`.execute(db);
+      ), ${purgeEnd(cls, 'cand')}`.execute(db);
   } else {
     const beyond = r.keepLast === null ? sql`false` : sql`h.id < coalesce((
         select k.id from history k where k.class = ${cls} and k.rid = p.rid and k.field = p.field
@@ -370,14 +377,7 @@ export async function purgeHistoryBatch(
         limit ${limit}
       ), del as (
         delete from history h where h.id in (select id from doomed) returning h.id, h.rid, h.created_at
-      ), mark as (
-        insert into history_purged as p (class, rid, before, before_id)
-        select ${cls}, rid, max(created_at), max(id) from del group by rid
-        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
-                                               before_id = greatest(p.before_id, excluded.before_id)
-      ), last as (select created_at, id from scan order by created_at desc, id desc limit 1)
-      select (select count(*) from scan)::int as scanned, (select count(*) from del)::int as purged,
-             (select created_at::text from last) as last_at, (select id from last) as last_id`.execute(db);
+      ), ${purgeEnd(cls, 'scan')}`.execute(db);
   }
   const row = res.rows[0]!;
   // The per-field walk stays where it is while a batch deletes its whole limit (the same
