@@ -303,17 +303,26 @@ export async function purgeHistoryBatch(
   limit: number,
 ): Promise<{ purged: number; scanned: number; more: boolean }> {
   // Times travel as text: a JS Date would drop the microseconds and the walk would read rows twice.
-  const cur = await sql<{ at: string | null; id: number }>`
+  // On Citus (history_retention a reference table, migration 0018) RETURNING may not cast a
+  // time to text (not IMMUTABLE): the cursor is read back by a second statement there.
+  const citus = await onCitus(db);
+  const upsert = sql`
     insert into history_retention as t (class, rule, spec) values (${cls}, ${walk}, ${r.spec})
     on conflict (class, rule) do update set
       at = case when t.spec = excluded.spec then t.at end,
       id = case when t.spec = excluded.spec then t.id else 0 end,
-      spec = excluded.spec
-    returning t.at::text as at, t.id`.execute(db);
+      spec = excluded.spec`;
+  const cur = citus
+    ? (await upsert.execute(db),
+      await sql<{ at: string | null; id: number }>`
+        select at::text as at, id from history_retention where class = ${cls} and rule = ${walk}`.execute(db))
+    : await sql<{ at: string | null; id: number }>`${upsert} returning t.at::text as at, t.id`.execute(db);
   const { at, id } = cur.rows[0]!;
   const after = at === null ? sql`true` : sql`(h.created_at, h.id) > (${at}::timestamptz, ${id}::bigint)`;
   let res;
-  if (walk === 'age' || walk === 'rejected') {
+  if (citus) {
+    res = { rows: [await purgeByRecord(db, cls, walk, r, limit, after)] };
+  } else if (walk === 'age' || walk === 'rejected') {
     const secs = walk === 'age' ? r.maxAgeSeconds : r.rejectedMaxAgeSeconds;
     if (secs === null) return { purged: 0, scanned: 0, more: false };
     const rejected = walk === 'rejected' ? sql`and h.outcome <> 'applied'` : sql``;
@@ -379,6 +388,79 @@ export async function purgeHistoryBatch(
               where class = ${cls} and rule = ${walk} and spec = ${r.spec}`.execute(db);
   }
   return { purged: row.purged, scanned: row.scanned, more: row.scanned >= limit || stay };
+}
+
+/** Whether the database is distributed by Citus (migration 0014), asked once per Kysely. */
+const citusOf = new WeakMap<Kysely<Database>, Promise<boolean>>();
+function onCitus(db: Kysely<Database>): Promise<boolean> {
+  let p = citusOf.get(db);
+  if (!p) {
+    p = sql<{ c: boolean }>`select exists (select 1 from pg_extension where extname = 'citus') as c`
+      .execute(db)
+      .then((r) => r.rows[0]?.c === true);
+    p.catch(() => citusOf.delete(db));
+    citusOf.set(db, p);
+  }
+  return p;
+}
+
+/**
+ * One batch of purgeHistoryBatch on Citus (migration 0018): the walk's rows are read across
+ * shards without locks (Citus refuses FOR UPDATE across shards), then each record's purge is
+ * one kslate_purge_history call, delegated to the record's node, which judges
+ * kslate_history_kept there under the record's lock and moves its history_purged boundary.
+ */
+async function purgeByRecord(
+  db: Kysely<Database>,
+  cls: string,
+  walk: RetentionWalk,
+  r: RetentionRules,
+  limit: number,
+  after: RawBuilder<unknown>,
+): Promise<{ scanned: number; purged: number; last_at: string | null; last_id: number | null }> {
+  const none = { scanned: 0, purged: 0, last_at: null, last_id: null };
+  let rows: { rid: string; field: string; id: number; at: string }[];
+  if (walk === 'age' || walk === 'rejected') {
+    const secs = walk === 'age' ? r.maxAgeSeconds : r.rejectedMaxAgeSeconds;
+    if (secs === null) return none;
+    const rejected = walk === 'rejected' ? sql`and h.outcome <> 'applied'` : sql``;
+    rows = (await sql<{ rid: string; field: string; id: number; at: string }>`
+      select h.rid, h.field, h.id, h.created_at::text as at from history h
+      where h.class = ${cls} and h.created_at < now() - make_interval(secs => ${secs}) and ${after} ${rejected}
+      order by h.created_at, h.id
+      limit ${limit}`.execute(db)).rows;
+  } else if (walk === 'fields') {
+    rows = (await sql<{ rid: string; field: string; id: number; at: string }>`
+      select h.rid, h.field, h.id, h.created_at::text as at from history h
+      where h.class = ${cls} and ${after}
+      order by h.created_at, h.id
+      limit ${limit}`.execute(db)).rows;
+  } else {
+    // A walk added later needs its Citus shape here (this fails to compile until it has one).
+    const unknown: never = walk;
+    throw new Error(`retention walk ${String(unknown)} has no Citus form`);
+  }
+  if (rows.length === 0) return none;
+  const byRecord = new Map<string, { ids: number[]; fields: Set<string> }>();
+  for (const row of rows) {
+    const e = byRecord.get(row.rid) ?? { ids: [], fields: new Set<string>() };
+    e.ids.push(Number(row.id));
+    e.fields.add(row.field);
+    byRecord.set(row.rid, e);
+  }
+  let purged = 0;
+  for (const [rid, e] of byRecord) {
+    if (purged >= limit) break;
+    const byIds = walk === 'age' || walk === 'rejected';
+    const res = await sql<{ purged: number }>`
+      select purged from kslate_purge_history(${cls}, ${rid}, ${byIds ? e.ids : null}::bigint[],
+        ${byIds ? null : [...e.fields]}::text[], ${byIds ? null : r.keepLast}::integer,
+        ${byIds ? null : r.maxAgeSeconds}::integer, ${byIds ? null : r.rejectedMaxAgeSeconds}::integer,
+        ${limit - purged}::integer)`.execute(db);
+    purged += Number(res.rows[0]?.purged ?? 0);
+  }
+  const last = rows[rows.length - 1]!;
+  return { scanned: rows.length, purged, last_at: last.at, last_id: Number(last.id) };
 }
 
 /** The oldest retained history row per class (the `kslate_history_oldest_row_age_seconds` gauge): one index probe each. */
