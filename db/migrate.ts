@@ -66,6 +66,18 @@ export async function resolveDatabaseMode(client: pg.PoolClient | pg.Pool, mode:
 }
 
 /**
+ * The query strings a migration is sent as: its whole text, but for 0019, whose
+ * `create index` on a (on Citus, distributed) table shares its query string with other
+ * statements, which Citus refuses ("cannot insert multiple commands into a prepared
+ * statement": it sends the index command to the workers with the query's text). Applied
+ * migrations are frozen, so its statements go one at a time here, in the same transaction:
+ * the same effect on plain PostgreSQL.
+ */
+function statementsOf(m: { version: number; up: string }): string[] {
+  return m.version === 19 ? m.up.split(/\n(?=create index |do \$citus\$)/) : [m.up];
+}
+
+/**
  * Apply every missing migration in one transaction under a PostgreSQL advisory lock.
  * A second migrator waits on the lock, then finds nothing left to do. `mode`: --database-mode.
  */
@@ -87,7 +99,7 @@ export async function migrate(pool: pg.Pool, opts: { mode?: DatabaseMode } = {})
     const have = new Set(rows.map((r) => Number(r.version)));
     for (const m of migrations) {
       if (have.has(m.version)) continue;
-      await client.query(m.up);
+      for (const part of statementsOf(m)) await client.query(part);
       await client.query('insert into kslate_migrations (version, name) values ($1, $2)', [m.version, m.name]);
       applied.push(m.version);
     }
