@@ -16,7 +16,8 @@
  *    row and on one with `history: {keepLast: 5}` (sweeps every `--sweep-every` s), sampling
  *    the history rows of each class and the history table's size; with retention it levels off.
  *
- *   npm run bench:retention                       # 1,000,000 rows, 64 clients, 10-minute soaks
+ *   npm run bench:retention -- --soak 600         # the full run: 1,000,000 rows, 64 clients, 10-minute soaks
+ *   npm run bench:retention                       # the same with 1-minute soaks (the default)
  *   npm run build && node bench/retention.mjs --records 1000 --rows 100 --soak 30   # a quick look
  *
  * KSLATE_BENCH_DATABASE_URL (or KSLATE_TEST_DATABASE_URL): an admin URL; a database of its
@@ -46,7 +47,7 @@ const { values: opt } = parseArgs({
     readers: { type: 'string', default: '4' },
     live: { type: 'string', default: '1024' },
     duration: { type: 'string', default: '10' },
-    soak: { type: 'string', default: '600' },
+    soak: { type: 'string', default: '60' },
     'sweep-every': { type: 'string', default: '5' },
     'sample-every': { type: 'string', default: '' },
     out: { type: 'string', default: join(ROOT, 'bench', 'results') },
