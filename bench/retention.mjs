@@ -252,7 +252,14 @@ try {
         const s0 = performance.now();
         while (soaking) {
           await new Promise((r) => setTimeout(r, SAMPLE_EVERY * 1000));
-          samples.push({ s: round((performance.now() - s0) / 1000, 0), rows: await classRows(cls), table_mb: round(((await historySize()) - size0) / 1048576, 1) });
+          const st = (await run(DB, `select n_dead_tup::bigint as dead, autovacuum_count::bigint as av from pg_stat_user_tables where relname = 'history'`)).rows[0];
+          samples.push({
+            s: round((performance.now() - s0) / 1000, 0),
+            rows: await classRows(cls),
+            table_mb: round(((await historySize()) - size0) / 1048576, 1),
+            dead: Number(st?.dead ?? 0),
+            autovacuums: Number(st?.av ?? 0),
+          });
         }
       })();
       const sweeper = (async () => {
@@ -269,6 +276,7 @@ try {
       const growth = half.length > 1 ? round(half.at(-1).table_mb - half[0].table_mb, 1) : null;
       say(`soak ${cls} (${SOAK} s, ${soak[cls].rps} puts/s): history rows ${samples.map((x) => x.rows).join(', ')}`);
       say(`  table growth over the soak (MB): ${samples.map((x) => x.table_mb).join(', ')}; in its second half ${growth} MB`);
+      say(`  dead tuples: ${samples.map((x) => x.dead).join(', ')}; autovacuums of history so far: ${samples.at(-1)?.autovacuums ?? 0}`);
     }
   }
   result.soak = { seconds: SOAK, ...soak };
