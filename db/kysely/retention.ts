@@ -10,6 +10,20 @@
 import { sql, type Kysely } from 'kysely';
 import type { RetentionRules } from '../port.js';
 import type { Database } from './schema.js';
+import { purgeHistoryBatch } from './sweep.js';
+
+const citusOf = new WeakMap<object, Promise<boolean>>();
+function citus(db: Kysely<Database>): Promise<boolean> {
+  let p = citusOf.get(db);
+  if (!p) {
+    p = sql<{ c: boolean }>`select exists (select 1 from pg_extension where extname = 'citus') as c`
+      .execute(db)
+      .then((x) => x.rows[0]?.c === true);
+    citusOf.set(db, p);
+    p.catch(() => citusOf.delete(db));
+  }
+  return p;
+}
 
 export async function purgeCheckpointedBatch(
   db: Kysely<Database>,
@@ -17,6 +31,8 @@ export async function purgeCheckpointedBatch(
   r: RetentionRules,
   limit: number,
 ): Promise<{ purged: number; scanned: number; more: boolean }> {
+  // On Citus the walk reads across shards and purges record by record (db/kysely/sweep.ts).
+  if (await citus(db)) return purgeHistoryBatch(db, cls, 'checkpoints', r, limit);
   // Times travel as text, as in the other walks: a JS Date drops the microseconds.
   const cur = await sql<{ at: string | null; id: number }>`
     insert into history_retention as t (class, rule, spec) values (${cls}, 'checkpoints', ${r.spec})

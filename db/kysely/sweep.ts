@@ -390,18 +390,9 @@ export async function purgeHistoryBatch(
   return { purged: row.purged, scanned: row.scanned, more: row.scanned >= limit || stay };
 }
 
-/** Whether the database is distributed by Citus (migration 0014), asked once per Kysely. */
-const citusOf = new WeakMap<Kysely<Database>, Promise<boolean>>();
+/** Whether the database is distributed by Citus (migration 0014): isCitus above, one cache for both. */
 function onCitus(db: Kysely<Database>): Promise<boolean> {
-  let p = citusOf.get(db);
-  if (!p) {
-    p = sql<{ c: boolean }>`select exists (select 1 from pg_extension where extname = 'citus') as c`
-      .execute(db)
-      .then((r) => r.rows[0]?.c === true);
-    p.catch(() => citusOf.delete(db));
-    citusOf.set(db, p);
-  }
-  return p;
+  return isCitus(db);
 }
 
 /**
@@ -435,6 +426,24 @@ async function purgeByRecord(
       where h.class = ${cls} and ${after}
       order by h.created_at, h.id
       limit ${limit}`.execute(db)).rows;
+  } else if (walk === 'checkpoints') {
+    // The records whose checkpoints were saved since the cursor (saved_at, record_id), each
+    // with every field it has: kslate_purge_history then applies the per-field rules there.
+    rows = (await sql<{ rid: string; field: string; id: number; at: string }>`
+      select h.rid, f.name as field, h.id, h.created_at::text as at
+      from (select c.rid, c.record_id as id, c.saved_at as created_at from checkpoints c
+            join records rec on rec.rid = c.rid and rec.id = c.record_id
+            where rec.class = ${cls}) h
+      join fields f on f.rid = h.rid and f.record_id = h.id
+      where ${after}
+      order by h.created_at, h.id, f.name
+      limit ${limit}`.execute(db)).rows;
+    // A full page may end inside a record: leave that record whole for the next batch.
+    if (rows.length >= limit) {
+      const tail = rows[rows.length - 1]!;
+      const whole = rows.filter((x) => x.rid !== tail.rid || Number(x.id) !== Number(tail.id));
+      if (whole.length > 0) rows = whole;
+    }
   } else {
     // A walk added later needs its Citus shape here (this fails to compile until it has one).
     const unknown: never = walk;
