@@ -166,6 +166,13 @@ end
 $fn$;
 
 -- The transaction of a previous release (no ttl): the same text, through the one above.
+-- This statement and the index below each run alone (EXECUTE in a DO block): on Citus the
+-- function is distributed and the table too, and Citus cannot forward a DDL statement that
+-- shares its query string with others ("cannot insert multiple commands into a prepared
+-- statement"). On plain PostgreSQL it is the same statement.
+do $ddl$
+begin
+  execute $q$
 create or replace function kslate_transact(
   p_class text, p_rid text, p_txn uuid, p_author text, p_strength text, p_writes jsonb,
   p_values text[], p_evidence text[], p_based_on text[], p_invocation text[],
@@ -178,9 +185,11 @@ language sql volatile as $fn$
          t.cur_updated_ms, t.moved, t.missing, t.owner, t.lease_expires_ms, t.took_over_from
     from kslate_transact(p_class, p_rid, p_txn, p_author, p_strength, p_writes, p_values, p_evidence, p_based_on,
                          p_invocation, p_kept, p_kept_size, p_kept_sha, p_stop, p_stop_outcome, null::integer) t
-$fn$;
-
-create index checkpoints_saved on checkpoints (saved_at, record_id);
+$fn$
+  $q$;
+  execute 'create index checkpoints_saved on checkpoints (saved_at, record_id)';
+end
+$ddl$;
 
 do $citus$
 begin
