@@ -491,8 +491,11 @@ export interface RetentionRules {
   spec: string;
 }
 
-/** The purge's walks: every row by age, rejected rows by age, and the (record, field)s written since the last walk. */
-export type RetentionWalk = 'age' | 'rejected' | 'fields';
+/**
+ * The purge's walks: every row by age, rejected rows by age, the (record, field)s written
+ * since the last walk, and the records whose checkpoints were saved since the last walk.
+ */
+export type RetentionWalk = 'age' | 'rejected' | 'fields' | 'checkpoints';
 
 /** A role as the gauge needs it: who belongs (subjects, `ns/*` wildcards included). */
 export interface RoleSubjects {

@@ -99,6 +99,7 @@ export class Conn {
           : (client.query({ name, text, values: [...values] }) as unknown as Promise<{ rows: R[] }>),
       named: <R>(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>) =>
         on.exec<R>(name, this.compiled(name, values, build), values),
+      citus: () => this.citus(),
     };
     try {
       const value = await fn(on);
@@ -129,6 +130,8 @@ export class Conn {
 export interface Statements {
   exec<R>(name: string, text: string, values: readonly unknown[]): Promise<{ rows: R[] }>;
   named<R>(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>): Promise<{ rows: R[] }>;
+  /** Whether the database is distributed by Citus (Conn.citus). */
+  citus(): Promise<boolean>;
 }
 
 /** The WAL insert position: after every record inserted so far, this session's commit records included. */
