@@ -182,6 +182,7 @@ export class WriteBatcher {
           });
         },
         named: (name, values, build) => this.conn.named(name, values, build),
+        citus: () => this.conn.citus(),
       };
       // The write functions send their one statement before their first await: captured now.
       it.fn(s).then(async (value) => {
