@@ -182,6 +182,7 @@ export class WriteBatcher {
           });
         },
         named: (name, values, build) => this.conn.named(name, values, build),
+        simple: (text) => this.conn.simple(text),
         citus: () => this.conn.citus(),
       };
       // The write functions send their one statement before their first await: captured now.

@@ -50,7 +50,13 @@ export const CLAIM = {
 
 export async function writeField(c: Statements, w: WriteRequest): Promise<WriteResult> {
   const st = w.relaxed === true && (await relaxable(c)) ? WRITE_RELAXED : WRITE;
-  const res = await c.exec<WriteRow>(st.name, st.text, [
+  const res = await c.exec<WriteRow>(st.name, st.text, writeValues(w));
+  return writeResult(res.rows[0]);
+}
+
+/** kslate_write's arguments (also its keyed variant's first ones: idempotency.ts). */
+export function writeValues(w: WriteRequest): unknown[] {
+  return [
     w.class,
     w.rid,
     w.field,
@@ -67,12 +73,11 @@ export async function writeField(c: Statements, w: WriteRequest): Promise<WriteR
     j(w.invocation),
     w.expected_version,
     w.ttl_seconds ?? null,
-  ]);
-  return writeResult(res.rows[0]);
+  ];
 }
 
 /** A row of kslate_write (WRITE). */
-interface WriteRow {
+export interface WriteRow {
   outcome: 'applied' | 'stale' | 'stale_premise' | 'invalid_checkpoint';
   version: number;
   record_version: number | null;
@@ -88,7 +93,7 @@ interface WriteRow {
   expires_ms: number | null;
 }
 
-function writeResult(r: WriteRow): WriteResult {
+export function writeResult(r: WriteRow): WriteResult {
   switch (r.outcome) {
     case 'applied':
       if (r.record_version === null) throw new Error('kslate_write applied a write without a record version');
@@ -127,7 +132,7 @@ function writeResult(r: WriteRow): WriteResult {
 }
 
 /** A row of kslate_claim (CLAIM). */
-interface ClaimRow {
+export interface ClaimRow {
   outcome: ClaimResult['outcome'];
   version: number;
   record_version: number | null;
@@ -138,8 +143,17 @@ interface ClaimRow {
 }
 
 export async function claim(c: Statements, w: ClaimWrite): Promise<ClaimResult> {
-  const res = await c.exec<ClaimRow>(CLAIM.name, CLAIM.text, [w.class, w.rid, w.field, w.author, w.identity_strength, w.lease_seconds, j(w.invocation)]);
-  const { lease_expires_ms, ...r } = res.rows[0];
+  const res = await c.exec<ClaimRow>(CLAIM.name, CLAIM.text, claimValues(w));
+  return claimResult(res.rows[0]);
+}
+
+/** kslate_claim's arguments (also its keyed variant's first ones). */
+export function claimValues(w: ClaimWrite): unknown[] {
+  return [w.class, w.rid, w.field, w.author, w.identity_strength, w.lease_seconds, j(w.invocation)];
+}
+
+export function claimResult(row: ClaimRow): ClaimResult {
+  const { lease_expires_ms, ...r } = row;
   return { ...r, lease_expires_at: lease_expires_ms === null ? null : new Date(lease_expires_ms) };
 }
 
@@ -187,7 +201,7 @@ export const TRANSACT = {
 export const TRANSACT_RELAXED = relaxedStatement(TRANSACT);
 
 /** A row of kslate_transact (TRANSACT): one per applied write, or the one rejection. */
-interface TransactRow extends Omit<WriteRow, 'outcome'> {
+export interface TransactRow extends Omit<WriteRow, 'outcome'> {
   outcome: WriteRow['outcome'] | ClaimResult['outcome'] | 'stop';
   idx: number;
   owner: string | null;
@@ -196,9 +210,15 @@ interface TransactRow extends Omit<WriteRow, 'outcome'> {
 }
 
 export async function transact(c: Statements, t: TransactRequest): Promise<TransactResult> {
-  const ws = t.writes;
   const st = t.relaxed === true && (await relaxable(c)) ? TRANSACT_RELAXED : TRANSACT;
-  const res = await c.exec<TransactRow>(st.name, st.text, [
+  const res = await c.exec<TransactRow>(st.name, st.text, transactValues(t));
+  return transactResult(t, res.rows);
+}
+
+/** kslate_transact's arguments (also its keyed variant's first ones). */
+export function transactValues(t: TransactRequest): unknown[] {
+  const ws = t.writes;
+  return [
     t.class,
     t.rid,
     t.txn,
@@ -226,8 +246,12 @@ export async function transact(c: Statements, t: TransactRequest): Promise<Trans
     t.stop?.index ?? null,
     t.stop?.outcome ?? null,
     t.ttl_seconds ?? null,
-  ]);
-  const rows = res.rows;
+  ];
+}
+
+/** The rows of kslate_transact as its result. */
+export function transactResult(t: TransactRequest, rows: TransactRow[]): TransactResult {
+  const ws = t.writes;
   const first = rows[0];
   if (!first) throw new Error('kslate_transact answered no row');
   switch (first.outcome) {
