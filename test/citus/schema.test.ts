@@ -6,6 +6,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../db/migrate.js';
+import { PgDb } from '../../db/kysely/index.js';
 import { CitusCluster } from './cluster.js';
 
 let cluster: CitusCluster;
@@ -101,5 +102,23 @@ describe('migration 0014 on Citus', () => {
     );
     expect(hist.rows.map((r) => r.outcome)).toEqual(['applied', 'applied', 'stale', 'applied', 'held']);
     expect(JSON.parse(hist.rows[1].rendered)).toMatchObject({ field: 'f', op: 'put', version: 2, value: 2, outcome: 'applied' });
+  });
+
+  it('sends every write alone with --write-batching on: a batch would span shards (docs/scale-out.md)', async () => {
+    const db = new PgDb(pool);
+    const sizes: number[] = [];
+    db.batchWrites({ lanes: 1, onBatch: (n) => sizes.push(n) });
+    const w = (rid: string) => ({
+      class: 'c', rid, field: 'f', kind: 'versioned' as const, op: 'put' as const, value: rid, author: 'apikey:a',
+      identity_strength: 'strong', evidence: null, based_on: null, invocation: null, expectVersion: 0, expected_version: 0,
+      premises: [], requiredCheckpoints: null,
+    });
+    // The first write asks whether the database is Citus; the ones after it know.
+    expect((await db.writeField(w('batch-0'))).outcome).toBe('applied');
+    await db.writeField(w('batch-1'));
+    const out = await Promise.all(Array.from({ length: 8 }, (_, i) => db.writeField(w(`batch-${i + 2}`))));
+    expect(out.map((o) => o.outcome)).toEqual(out.map(() => 'applied'));
+    expect(db.batchingWrites).toBe(false);
+    expect(sizes.every((n) => n === 1)).toBe(true);
   });
 });

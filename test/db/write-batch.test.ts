@@ -200,3 +200,23 @@ test("each write of a batch answers a WAL position at or after its batch's commi
     on.pg.writeLsn = 'auto';
   }
 });
+
+test('a relaxed write queued with strict ones is sent alone: the batch commits synchronously', async () => {
+  on.sizes.length = 0;
+  const tag = randomUUID().slice(0, 8);
+  // The relaxed write turns synchronous_commit off for its own transaction only: it must not share the strict ones'.
+  const ops = [
+    on.pg.writeField(put(`${tag}-0`, 'f', 0, 'first')),
+    on.pg.writeField(put(`${tag}-1`, 'f', 0, 'strict 1')),
+    on.pg.writeField({ ...put(`${tag}-2`, 's', null, 'relaxed', 'soft'), relaxed: true }),
+    on.pg.writeField(put(`${tag}-3`, 'f', 0, 'strict 3')),
+  ];
+  const out = await Promise.all(ops);
+  expect(out.map((o) => o.outcome)).toEqual(['applied', 'applied', 'applied', 'applied']);
+  // One alone, the relaxed one alone (not counted: it bypasses the batch), the two strict ones together.
+  expect(on.sizes).toEqual([1, 2]);
+  const { rows } = await on.pool.query(`select rid, tx::text from history where class = 'c' and rid like $1 order by id`, [`${tag}-%`]);
+  const tx = Object.fromEntries(rows.map((x) => [x.rid.slice(tag.length + 1), x.tx]));
+  expect(tx['1']).toBe(tx['3']);
+  expect(tx['2']).not.toBe(tx['1']);
+});

@@ -137,6 +137,11 @@ export async function startTestGateway(classes: ClassInput[], opts: StartOptions
       ...(process.env.KSLATE_TEST_WRITE_BATCHING && !(opts.extraArgs ?? []).includes('--write-batching')
         ? ['--write-batching', process.env.KSLATE_TEST_WRITE_BATCHING]
         : []),
+      // KSLATE_TEST_DB_POOL_SIZE=2 with batching on makes writes queue (the batcher's lanes are
+      // the pool's connections) even when the test's own requests share the gateway's process.
+      ...(process.env.KSLATE_TEST_DB_POOL_SIZE && !(opts.extraArgs ?? []).includes('--db-pool-size')
+        ? ['--db-pool-size', process.env.KSLATE_TEST_DB_POOL_SIZE]
+        : []),
       ...(opts.extraArgs ?? []),
     ],
     {},
