@@ -21,6 +21,7 @@
  *        --auto-explain MS   (embedded PostgreSQL) log plans of statements slower than MS ms
  *        --gateway-nice=N    renice the gateway process (e.g. =-10) to see how much CPU scheduling matters
  *        --node-defaults     run the gateway with Node's V8 defaults, not the chart's NODE_OPTIONS
+ *        --write-batching on|off   the gateway's --write-batching (default: the gateway's, on)
  *        --out DIR           where the JSON goes (default bench/results)
  */
 import { createHash } from 'node:crypto';
@@ -123,6 +124,7 @@ async function main() {
       'auto-explain': { type: 'string' },
       'gateway-nice': { type: 'string' },
       'node-defaults': { type: 'boolean' },
+      'write-batching': { type: 'string' },
       out: { type: 'string' },
     },
     strict: true,
@@ -215,6 +217,7 @@ async function main() {
       traceGc: values['trace-gc'],
       nice: values['gateway-nice'],
       nodeDefaults: values['node-defaults'],
+      extraArgs: values['write-batching'] ? ['--write-batching', values['write-batching']] : [],
     });
     cleanups.push(() => gw.stop());
     say(`gateway pid ${gw.pid} at ${gw.url}${gw.grpcPort ? ` (gRPC :${gw.grpcPort})` : ''}`);

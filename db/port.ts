@@ -277,6 +277,8 @@ export type TransactResult =
       record_version: number;
       created: boolean;
       writes: TransactApplied[];
+      /** The transaction id it ran under, when a keyed replay answers one drawn before (migration 0016). */
+      txn?: string;
       /** The record's own expiry after the transaction set or extended it (`ttl_seconds`); null when it sent none. */
       expires_at: Date | null;
     }
@@ -350,27 +352,52 @@ export interface ConsoleSessions {
   deleteConsoleSession(id: string): Promise<void>;
 }
 
-/** What `kslate_idempotency_take` found for (author, key) (migration 0011). */
-export type IdempotencyTake =
-  | { state: 'fresh' | 'in_use' | 'reused' }
-  | { state: 'replay'; status: number; body: string };
-
-/** An answer to store under (author, key), in the transaction of the write it answers. */
-export interface IdempotencyAnswer {
+/** A write's Idempotency-Key as its keyed statement takes it (migration 0016). */
+export interface IdempotencyKey {
   author: string;
   key: string;
+  /** SHA-256 of the request (operation and input): the same key with another request is refused. */
   digest: string;
-  status: number;
-  body: string;
   ttlSeconds: number;
+  /** The record the write names: where the key lives on Citus. */
+  rid: string;
 }
 
-/** The Db of one open transaction (`Db.transaction`), with the idempotency-key statements. */
-export interface TxDb extends Db {
-  /** Take the key's lock without waiting and read its live answer (migration 0011). */
-  takeIdempotencyKey(author: string, key: string, digest: string): Promise<IdempotencyTake>;
-  storeIdempotencyKey(a: IdempotencyAnswer): Promise<void>;
+/**
+ * One keyed write (handlers/write-once.ts, `Db.keyed`): each write statement of a keyed Db
+ * takes the key, runs the write and stores its result rows under the key, in one statement;
+ * or replays the stored rows. What the statements found is written here.
+ */
+export interface KeyedRun {
+  key: IdempotencyKey;
+  /** A keyed write statement answered (its result is stored, or was stored before). */
+  ran: boolean;
+  /** That answer was the stored one: nothing was written now. */
+  replayed: boolean;
+  /**
+   * The history row of a refusal the gateway decided (`insertRejection` on a keyed Db): it is
+   * written with the refusal's stored answer, by `Db.keepAnswer`.
+   */
+  rejection: HistoryInsert | null;
 }
+
+/**
+ * What a keyed statement answers instead of running its write: the key is taken by another
+ * statement now (`in_use`), holds another request's answer (`reused`), or holds this
+ * request's answer stored as sent (`replay`, with `status` and `body`).
+ */
+export class KeyRefusal extends Error {
+  constructor(
+    readonly state: 'in_use' | 'reused' | 'replay',
+    readonly status: number | null = null,
+    readonly body: string | null = null,
+  ) {
+    super(`idempotency key ${state}`);
+  }
+}
+
+/** The Db of one open transaction (`Db.transaction`: a dry run). */
+export type TxDb = Db;
 
 export interface Db extends ConsoleSessions {
   /**
@@ -378,6 +405,20 @@ export interface Db extends ConsoleSessions {
    * `rollback`: a dry run), rolled back when it throws. Every call of `fn` goes through `tx`.
    */
   transaction<T>(fn: (tx: TxDb) => Promise<T>, opts?: { rollback?: boolean }): Promise<T>;
+  /**
+   * This Db with its write statements keyed by `run.key` (migration 0016): writeField, claim,
+   * transact and saveCheckpoint each run as one statement that takes the key, replays its
+   * stored result rows or runs the write and stores them; they throw KeyRefusal when the key
+   * is in use, reused, or holds an answer stored as sent. `insertRejection` is kept for
+   * `keepAnswer`.
+   */
+  keyed(run: KeyedRun): Db;
+  /**
+   * Store the answer (as sent) of a keyed write refused before its write statement, with
+   * `run.rejection`'s history row, in one statement; throws KeyRefusal when the key is not
+   * free (a replay: the answer stored first).
+   */
+  keepAnswer(run: KeyedRun, status: number, body: string): Promise<void>;
   /** Read a record with the named fields, bounded by `maxBytes` (see ReadRecordOptions). */
   readRecord(cls: string, rid: string, opts: ReadRecordOptions): Promise<RecordRow | null>;
   /**
@@ -491,8 +532,11 @@ export interface RetentionRules {
   spec: string;
 }
 
-/** The purge's walks: every row by age, rejected rows by age, and the (record, field)s written since the last walk. */
-export type RetentionWalk = 'age' | 'rejected' | 'fields';
+/**
+ * The purge's walks: every row by age, rejected rows by age, the (record, field)s written
+ * since the last walk, and the records whose checkpoints were saved since the last walk.
+ */
+export type RetentionWalk = 'age' | 'rejected' | 'fields' | 'checkpoints';
 
 /** A role as the gauge needs it: who belongs (subjects, `ns/*` wildcards included). */
 export interface RoleSubjects {

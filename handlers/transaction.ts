@@ -175,7 +175,7 @@ export async function transaction(ctx: Ctx, input: TransactionInput): Promise<Ou
     body: {
       record: access.record,
       record_version: r.record_version,
-      transaction: txn,
+      transaction: r.txn ?? txn,
       writes: answers,
       ...(r.expires_at ? { expires_at: formatTime(r.expires_at) } : {}),
     },

@@ -43,7 +43,37 @@ export async function releaseLease(db: Kysely<Database>, name: string, holder: s
   await db.deleteFrom('sweep_lease').where('name', '=', name).where('holder', '=', holder).execute();
 }
 
-export async function expireRecords(db: Kysely<Database>, cls: string, ttlSeconds: number | null, limit: number): Promise<number> {
+/** Whether `db` is on Citus, asked once per Kysely instance (PgDb passes what its pool knows). */
+const citusOf = new WeakMap<object, Promise<boolean>>();
+function isCitus(db: Kysely<Database>): Promise<boolean> {
+  let p = citusOf.get(db);
+  if (!p) {
+    p = sql<{ c: boolean }>`select exists (select 1 from pg_extension where extname = 'citus') as c`
+      .execute(db)
+      .then((r) => r.rows[0]?.c === true);
+    citusOf.set(db, p);
+    p.catch(() => citusOf.delete(db));
+  }
+  return p;
+}
+
+/**
+ * On Citus (migration 0014) the sweep's batch statements are refused: `FOR UPDATE` across
+ * shards, and a function of a shard's row called from a statement over many shards. There
+ * the batch's candidates are found without a lock, grouped by shard, and each group handled
+ * by a function of migration 0017 called alone, so Citus delegates it to the shard's node,
+ * where it re-checks, locks (SKIP LOCKED) and changes each record as the batch statement does
+ * here. A batch costs one call per shard it touches; the sweep's budget bounds the step
+ * between batches as on plain PostgreSQL.
+ */
+export async function expireRecords(
+  db: Kysely<Database>,
+  cls: string,
+  ttlSeconds: number | null,
+  limit: number,
+  citus?: boolean,
+): Promise<number> {
+  if (citus ?? (await isCitus(db))) return expireRecordsEach(db, cls, ttlSeconds, limit);
   // One statement, so one transaction: a record is either wholly live or wholly gone to
   // every reader. SKIP LOCKED passes over a record a writer holds (its write renews it);
   // a record renewed after this statement's snapshot is re-checked under the lock
@@ -76,13 +106,47 @@ export async function expireRecords(db: Kysely<Database>, cls: string, ttlSecond
   return res.rows[0]?.n ?? 0;
 }
 
+/** Rows grouped by their shard (`shard`), in first-seen order: one delegated call each. */
+function byShard<T extends { shard: string }>(rows: T[]): T[][] {
+  const groups = new Map<string, T[]>();
+  for (const r of rows) {
+    const g = groups.get(r.shard);
+    if (g) g.push(r);
+    else groups.set(r.shard, [r]);
+  }
+  return [...groups.values()];
+}
+
+/** expireRecords on Citus: the due records found without a lock, then expired on their nodes, one call per shard. */
+async function expireRecordsEach(db: Kysely<Database>, cls: string, ttlSeconds: number | null, limit: number): Promise<number> {
+  const due =
+    ttlSeconds === null
+      ? sql`r.expires_at <= now()`
+      : sql`r.class = ${cls} and r.expires_at is null and r.last_write_at < now() - make_interval(secs => ${ttlSeconds})`;
+  const order = ttlSeconds === null ? sql`r.expires_at` : sql`r.last_write_at`;
+  const cand = await sql<{ rid: string; id: number; shard: string }>`
+    select r.rid, r.id, get_shard_id_for_distribution_column('records', r.rid)::text as shard
+    from records r where ${due} order by ${order} limit ${limit}`.execute(db);
+  let n = 0;
+  for (const g of byShard(cand.rows)) {
+    const rids = g.map((r) => r.rid);
+    const res = await sql<{ n: number }>`
+      select kslate_expire_records(${rids[0]}, ${rids}::text[], ${g.map((r) => r.id)}::bigint[], ${cls},
+                                   ${ttlSeconds}::double precision) as n`.execute(db);
+    n += res.rows[0]?.n ?? 0;
+  }
+  return n;
+}
+
 /** The queue is worked oldest expiry first, this many records at a time. */
 const PURGE_WINDOW = 1000;
 
 export async function purgeExpired(
   db: Kysely<Database>,
   limit: number,
+  citus?: boolean,
 ): Promise<{ historyRows: number; entries: number; finished: number; more: boolean }> {
+  if (citus ?? (await isCitus(db))) return purgeExpiredEach(db, limit);
   const chunk = await sql<{ h: number; e: number }>`
     with q as (
       select record_id, class, rid, max_history_id from expired_records order by record_id limit ${PURGE_WINDOW}
@@ -119,10 +183,49 @@ export async function purgeExpired(
   return { historyRows: h, entries: e, finished: fin.n, more: fin.left };
 }
 
-export async function flagLapsedLeases(db: Kysely<Database>, limit: number): Promise<number> {
-  // SKIP LOCKED: a field being claimed or renewed right now is that writer's to decide. An
-  // owner whose lease_expires_at <= now() is `not kslate_lease_held(...)` (migration 0010)
-  // written out, so that fields_lease_due (lease_expires_at, owner set, not lapsed) drives it.
+/** purgeExpired on Citus: queued records' rows purged on their nodes, one call per shard, up to `limit` rows in all. */
+async function purgeExpiredEach(db: Kysely<Database>, limit: number): Promise<{ historyRows: number; entries: number; finished: number; more: boolean }> {
+  const q = await sql<{ rid: string; record_id: number; shard: string }>`
+    select rid, record_id, get_shard_id_for_distribution_column('records', rid)::text as shard
+    from expired_records order by record_id limit ${PURGE_WINDOW}`.execute(db);
+  let historyRows = 0;
+  let entries = 0;
+  let finished = 0;
+  for (const g of byShard(q.rows)) {
+    const left = limit - Math.max(historyRows, entries);
+    if (left <= 0) break;
+    const rids = g.map((x) => x.rid);
+    const res = await sql<{ history_rows: number; entries: number; finished: number }>`
+      select * from kslate_purge_expired_records(${rids[0]}, ${rids}::text[], ${g.map((x) => x.record_id)}::bigint[],
+                                                 ${left}::integer)`.execute(db);
+    const r = res.rows[0];
+    if (!r) continue;
+    historyRows += r.history_rows;
+    entries += r.entries;
+    finished += r.finished;
+  }
+  // A full window may have more queued behind it.
+  return { historyRows, entries, finished, more: q.rows.length > finished || q.rows.length === PURGE_WINDOW };
+}
+
+export async function flagLapsedLeases(db: Kysely<Database>, limit: number, citus?: boolean): Promise<number> {
+  if (citus ?? (await isCitus(db))) {
+    // On Citus (see expireRecords): the due fields without a lock, then flagged on their nodes, one call per shard.
+    const due = await sql<{ rid: string; record_id: number; name: string; shard: string }>`
+      select rid, record_id, name, get_shard_id_for_distribution_column('records', rid)::text as shard from fields
+      where owner is not null and not lease_lapsed and lease_expires_at <= now()
+      order by lease_expires_at
+      limit ${limit}`.execute(db);
+    let n = 0;
+    for (const g of byShard(due.rows)) {
+      const rids = g.map((f) => f.rid);
+      const res = await sql<{ n: number }>`
+        select kslate_flag_lapsed_leases(${rids[0]}, ${rids}::text[], ${g.map((f) => f.record_id)}::bigint[],
+                                         ${g.map((f) => f.name)}::text[]) as n`.execute(db);
+      n += res.rows[0]?.n ?? 0;
+    }
+    return n;
+  }
   const res = await sql<{ n: number }>`
     with due as (
       select record_id, name from fields
@@ -154,7 +257,7 @@ export function authorIn(subjects: string[], author: RawBuilder<unknown>): RawBu
   return sql`(${sql.join(parts, sql` or `)})`;
 }
 
-export async function gauges(db: Kysely<Database>, classes: string[], roles: RoleSubjects[]): Promise<WorkerGauges> {
+export async function gauges(db: Kysely<Database>, classes: string[], roles: RoleSubjects[], citus = false): Promise<WorkerGauges> {
   const records = new Map<string, number>(classes.map((c) => [c, 0]));
   const historyRows = new Map<string, number>(classes.map((c) => [c, 0]));
   const rec = await sql<{ class: string; n: number }>`
@@ -182,7 +285,7 @@ export async function gauges(db: Kysely<Database>, classes: string[], roles: Rol
           and ${notPurged(sql`rec.class`, sql`rec.rid`, sql`h.id`)})`.execute(db);
     roleWroteNothing.set(`${r.class}/${r.role}`, res.rows[0]?.n ?? 0);
   }
-  return { records, historyRows, leasesLapsed: lapsed.rows[0]?.n ?? 0, roleWroteNothing, oldestHistory: await oldestHistory(db, classes) };
+  return { records, historyRows, leasesLapsed: lapsed.rows[0]?.n ?? 0, roleWroteNothing, oldestHistory: await oldestHistory(db, classes, citus) };
 }
 
 
@@ -200,17 +303,26 @@ export async function purgeHistoryBatch(
   limit: number,
 ): Promise<{ purged: number; scanned: number; more: boolean }> {
   // Times travel as text: a JS Date would drop the microseconds and the walk would read rows twice.
-  const cur = await sql<{ at: string | null; id: number }>`
+  // On Citus (history_retention a reference table, migration 0018) RETURNING may not cast a
+  // time to text (not IMMUTABLE): the cursor is read back by a second statement there.
+  const citus = await onCitus(db);
+  const upsert = sql`
     insert into history_retention as t (class, rule, spec) values (${cls}, ${walk}, ${r.spec})
     on conflict (class, rule) do update set
       at = case when t.spec = excluded.spec then t.at end,
       id = case when t.spec = excluded.spec then t.id else 0 end,
-      spec = excluded.spec
-    returning t.at::text as at, t.id`.execute(db);
+      spec = excluded.spec`;
+  const cur = citus
+    ? (await upsert.execute(db),
+      await sql<{ at: string | null; id: number }>`
+        select at::text as at, id from history_retention where class = ${cls} and rule = ${walk}`.execute(db))
+    : await sql<{ at: string | null; id: number }>`${upsert} returning t.at::text as at, t.id`.execute(db);
   const { at, id } = cur.rows[0]!;
   const after = at === null ? sql`true` : sql`(h.created_at, h.id) > (${at}::timestamptz, ${id}::bigint)`;
   let res;
-  if (walk === 'age' || walk === 'rejected') {
+  if (citus) {
+    res = { rows: [await purgeByRecord(db, cls, walk, r, limit, after)] };
+  } else if (walk === 'age' || walk === 'rejected') {
     const secs = walk === 'age' ? r.maxAgeSeconds : r.rejectedMaxAgeSeconds;
     if (secs === null) return { purged: 0, scanned: 0, more: false };
     const rejected = walk === 'rejected' ? sql`and h.outcome <> 'applied'` : sql``;
@@ -278,9 +390,87 @@ export async function purgeHistoryBatch(
   return { purged: row.purged, scanned: row.scanned, more: row.scanned >= limit || stay };
 }
 
+/** Whether the database is distributed by Citus (migration 0014), asked once per Kysely. */
+const citusOf = new WeakMap<Kysely<Database>, Promise<boolean>>();
+function onCitus(db: Kysely<Database>): Promise<boolean> {
+  let p = citusOf.get(db);
+  if (!p) {
+    p = sql<{ c: boolean }>`select exists (select 1 from pg_extension where extname = 'citus') as c`
+      .execute(db)
+      .then((r) => r.rows[0]?.c === true);
+    p.catch(() => citusOf.delete(db));
+    citusOf.set(db, p);
+  }
+  return p;
+}
+
+/**
+ * One batch of purgeHistoryBatch on Citus (migration 0018): the walk's rows are read across
+ * shards without locks (Citus refuses FOR UPDATE across shards), then each record's purge is
+ * one kslate_purge_history call, delegated to the record's node, which judges
+ * kslate_history_kept there under the record's lock and moves its history_purged boundary.
+ */
+async function purgeByRecord(
+  db: Kysely<Database>,
+  cls: string,
+  walk: RetentionWalk,
+  r: RetentionRules,
+  limit: number,
+  after: RawBuilder<unknown>,
+): Promise<{ scanned: number; purged: number; last_at: string | null; last_id: number | null }> {
+  const none = { scanned: 0, purged: 0, last_at: null, last_id: null };
+  let rows: { rid: string; field: string; id: number; at: string }[];
+  if (walk === 'age' || walk === 'rejected') {
+    const secs = walk === 'age' ? r.maxAgeSeconds : r.rejectedMaxAgeSeconds;
+    if (secs === null) return none;
+    const rejected = walk === 'rejected' ? sql`and h.outcome <> 'applied'` : sql``;
+    rows = (await sql<{ rid: string; field: string; id: number; at: string }>`
+      select h.rid, h.field, h.id, h.created_at::text as at from history h
+      where h.class = ${cls} and h.created_at < now() - make_interval(secs => ${secs}) and ${after} ${rejected}
+      order by h.created_at, h.id
+      limit ${limit}`.execute(db)).rows;
+  } else if (walk === 'fields') {
+    rows = (await sql<{ rid: string; field: string; id: number; at: string }>`
+      select h.rid, h.field, h.id, h.created_at::text as at from history h
+      where h.class = ${cls} and ${after}
+      order by h.created_at, h.id
+      limit ${limit}`.execute(db)).rows;
+  } else {
+    // A walk added later needs its Citus shape here (this fails to compile until it has one).
+    const unknown: never = walk;
+    throw new Error(`retention walk ${String(unknown)} has no Citus form`);
+  }
+  if (rows.length === 0) return none;
+  const byRecord = new Map<string, { ids: number[]; fields: Set<string> }>();
+  for (const row of rows) {
+    const e = byRecord.get(row.rid) ?? { ids: [], fields: new Set<string>() };
+    e.ids.push(Number(row.id));
+    e.fields.add(row.field);
+    byRecord.set(row.rid, e);
+  }
+  let purged = 0;
+  for (const [rid, e] of byRecord) {
+    if (purged >= limit) break;
+    const byIds = walk === 'age' || walk === 'rejected';
+    const res = await sql<{ purged: number }>`
+      select purged from kslate_purge_history(${cls}, ${rid}, ${byIds ? e.ids : null}::bigint[],
+        ${byIds ? null : [...e.fields]}::text[], ${byIds ? null : r.keepLast}::integer,
+        ${byIds ? null : r.maxAgeSeconds}::integer, ${byIds ? null : r.rejectedMaxAgeSeconds}::integer,
+        ${limit - purged}::integer)`.execute(db);
+    purged += Number(res.rows[0]?.purged ?? 0);
+  }
+  const last = rows[rows.length - 1]!;
+  return { scanned: rows.length, purged, last_at: last.at, last_id: Number(last.id) };
+}
+
 /** The oldest retained history row per class (the `kslate_history_oldest_row_age_seconds` gauge): one index probe each. */
-export async function oldestHistory(db: Kysely<Database>, classes: string[]): Promise<Map<string, Date>> {
-  const res = await sql<{ class: string; at: Date | null }>`
+export async function oldestHistory(db: Kysely<Database>, classes: string[], citus = false): Promise<Map<string, Date>> {
+  // Citus takes no correlated subquery beside unnest: there, one grouped statement every shard
+  // answers from its history_class_age.
+  const res = citus
+    ? await sql<{ class: string; at: Date | null }>`
+    select h.class, min(h.created_at) as at from history h where h.class = any(${classes}::text[]) group by h.class`.execute(db)
+    : await sql<{ class: string; at: Date | null }>`
     select c as class, (select min(h.created_at) from history h where h.class = c) as at
     from unnest(${classes}::text[]) as c`.execute(db);
   return new Map(res.rows.filter((r) => r.at !== null).map((r) => [r.class, r.at!]));

@@ -40,7 +40,7 @@ export const WRITE_RELAXED = relaxedStatement(WRITE);
  * delegated in one hop; docs/scale-out.md). Without an await once the database is known, so
  * the write still sends its statement synchronously (the batcher captures it then).
  */
-function relaxed(c: Statements, wanted: boolean | undefined): boolean | Promise<boolean> {
+export function relaxed(c: Statements, wanted: boolean | undefined): boolean | Promise<boolean> {
   return wanted === true ? c.relaxable() : false;
 }
 
@@ -54,7 +54,13 @@ export async function writeField(c: Statements, w: WriteRequest): Promise<WriteR
   let r = relaxed(c, w.relaxed);
   if (typeof r !== 'boolean') r = await r;
   const st = r ? WRITE_RELAXED : WRITE;
-  const res = await c.exec<WriteRow>(st.name, st.text, [
+  const res = await c.exec<WriteRow>(st.name, st.text, writeValues(w));
+  return writeResult(res.rows[0]);
+}
+
+/** kslate_write's arguments (also its keyed variant's first ones: idempotency.ts). */
+export function writeValues(w: WriteRequest): unknown[] {
+  return [
     w.class,
     w.rid,
     w.field,
@@ -71,12 +77,11 @@ export async function writeField(c: Statements, w: WriteRequest): Promise<WriteR
     j(w.invocation),
     w.expected_version,
     w.ttl_seconds ?? null,
-  ]);
-  return writeResult(res.rows[0]);
+  ];
 }
 
 /** A row of kslate_write (WRITE). */
-interface WriteRow {
+export interface WriteRow {
   outcome: 'applied' | 'stale' | 'stale_premise' | 'invalid_checkpoint';
   version: number;
   record_version: number | null;
@@ -92,7 +97,7 @@ interface WriteRow {
   expires_ms: number | null;
 }
 
-function writeResult(r: WriteRow): WriteResult {
+export function writeResult(r: WriteRow): WriteResult {
   switch (r.outcome) {
     case 'applied':
       if (r.record_version === null) throw new Error('kslate_write applied a write without a record version');
@@ -131,7 +136,7 @@ function writeResult(r: WriteRow): WriteResult {
 }
 
 /** A row of kslate_claim (CLAIM). */
-interface ClaimRow {
+export interface ClaimRow {
   outcome: ClaimResult['outcome'];
   version: number;
   record_version: number | null;
@@ -142,8 +147,17 @@ interface ClaimRow {
 }
 
 export async function claim(c: Statements, w: ClaimWrite): Promise<ClaimResult> {
-  const res = await c.exec<ClaimRow>(CLAIM.name, CLAIM.text, [w.class, w.rid, w.field, w.author, w.identity_strength, w.lease_seconds, j(w.invocation)]);
-  const { lease_expires_ms, ...r } = res.rows[0];
+  const res = await c.exec<ClaimRow>(CLAIM.name, CLAIM.text, claimValues(w));
+  return claimResult(res.rows[0]);
+}
+
+/** kslate_claim's arguments (also its keyed variant's first ones). */
+export function claimValues(w: ClaimWrite): unknown[] {
+  return [w.class, w.rid, w.field, w.author, w.identity_strength, w.lease_seconds, j(w.invocation)];
+}
+
+export function claimResult(row: ClaimRow): ClaimResult {
+  const { lease_expires_ms, ...r } = row;
   return { ...r, lease_expires_at: lease_expires_ms === null ? null : new Date(lease_expires_ms) };
 }
 
@@ -191,7 +205,7 @@ export const TRANSACT = {
 export const TRANSACT_RELAXED = relaxedStatement(TRANSACT);
 
 /** A row of kslate_transact (TRANSACT): one per applied write, or the one rejection. */
-interface TransactRow extends Omit<WriteRow, 'outcome'> {
+export interface TransactRow extends Omit<WriteRow, 'outcome'> {
   outcome: WriteRow['outcome'] | ClaimResult['outcome'] | 'stop';
   idx: number;
   owner: string | null;
@@ -200,11 +214,17 @@ interface TransactRow extends Omit<WriteRow, 'outcome'> {
 }
 
 export async function transact(c: Statements, t: TransactRequest): Promise<TransactResult> {
-  const ws = t.writes;
   let r = relaxed(c, t.relaxed);
   if (typeof r !== 'boolean') r = await r;
   const st = r ? TRANSACT_RELAXED : TRANSACT;
-  const res = await c.exec<TransactRow>(st.name, st.text, [
+  const res = await c.exec<TransactRow>(st.name, st.text, transactValues(t));
+  return transactResult(t, res.rows);
+}
+
+/** kslate_transact's arguments (also its keyed variant's first ones). */
+export function transactValues(t: TransactRequest): unknown[] {
+  const ws = t.writes;
+  return [
     t.class,
     t.rid,
     t.txn,
@@ -232,8 +252,12 @@ export async function transact(c: Statements, t: TransactRequest): Promise<Trans
     t.stop?.index ?? null,
     t.stop?.outcome ?? null,
     t.ttl_seconds ?? null,
-  ]);
-  const rows = res.rows;
+  ];
+}
+
+/** The rows of kslate_transact as its result. */
+export function transactResult(t: TransactRequest, rows: TransactRow[]): TransactResult {
+  const ws = t.writes;
   const first = rows[0];
   if (!first) throw new Error('kslate_transact answered no row');
   switch (first.outcome) {
