@@ -29,6 +29,7 @@
  */
 import { classifyDbError } from '../errors.js';
 import type { Conn, Statements } from './conn.js';
+import { relaxedStatement } from './writes.js';
 
 /** At most this many writes go in one batch statement (a longer queue goes as several). */
 export const WRITE_BATCH_MAX = 64;
@@ -61,6 +62,17 @@ export const BATCHED_STATEMENTS: ReadonlyMap<string, 'w' | 'c' | 'x'> = new Map(
 
 const BATCH = { name: 'kslate_write_batch', text: 'select i, r from kslate_write_batch($1::json)' };
 
+/**
+ * Relaxed durability (issue 38): the relaxed form of each batched statement (writes.ts
+ * relaxedStatement: the same arguments, synchronous_commit off for its transaction) is batched
+ * as its strict one is; a batch whose every write is relaxed goes as BATCH_RELAXED, a batch
+ * with one strict write as BATCH (strict as a whole, as a transaction with one strict write is).
+ */
+const RELAXED_STATEMENTS: ReadonlyMap<string, 'w' | 'c' | 'x'> = new Map(
+  [...BATCHED_STATEMENTS].map(([text, letter]) => [relaxedStatement({ name: '', text }).text, letter]),
+);
+const BATCH_RELAXED = relaxedStatement(BATCH);
+
 export interface BatchOptions {
   maxBatch?: number;
   lanes?: number;
@@ -81,6 +93,8 @@ interface Pending {
 /** A write's statement, captured: sent in a batch (or alone) and answered through `answer`. */
 interface Captured {
   letter: 'w' | 'c' | 'x';
+  /** Sent as the relaxed form of its statement (issue 38). */
+  relaxed: boolean;
   name: string;
   text: string;
   values: readonly unknown[];
@@ -173,17 +187,20 @@ export class WriteBatcher {
       let cap: Captured | undefined;
       const s: Statements = {
         exec: <R>(name: string, text: string, values: readonly unknown[]) => {
-          const letter = BATCHED_STATEMENTS.get(text);
+          const strict = BATCHED_STATEMENTS.get(text);
+          const letter = strict ?? RELAXED_STATEMENTS.get(text);
           // A statement the batch does not carry, or one sent later: alone.
           if (!capturing || cap !== undefined || letter === undefined) return this.conn.exec<R>(name, text, values);
           return new Promise<{ rows: R[] }>((resolve, reject) => {
-            cap = { letter, name, text, values, wantLsn: it.wantLsn, lsn: null, answer: resolve as Captured['answer'], fail: reject };
+            cap = { letter, relaxed: strict === undefined, name, text, values, wantLsn: it.wantLsn, lsn: null, answer: resolve as Captured['answer'], fail: reject };
             caps.push(cap);
           });
         },
         named: (name, values, build) => this.conn.named(name, values, build),
         simple: (text) => this.conn.simple(text),
         citus: () => this.conn.citus(),
+        // Batching runs only where the database is known not to be Citus (active).
+        relaxable: () => true,
       };
       // The write functions send their one statement before their first await: captured now.
       it.fn(s).then(async (value) => {
@@ -204,12 +221,13 @@ export class WriteBatcher {
       .map((x) => x.c);
     const wantLsn = sorted.some((c) => c.wantLsn);
     const param = JSON.stringify(sorted.map((c) => [c.letter, ...c.values]));
+    const st = sorted.every((c) => c.relaxed) ? BATCH_RELAXED : BATCH;
     this.opts.onBatch?.(sorted.length);
     let res: { rows: { i: number; r: unknown }[] };
     let lsn: string | null = null;
     try {
-      if (wantLsn) ({ value: res, lsn } = await this.conn.thenLsn((st) => st.exec<{ i: number; r: unknown }>(BATCH.name, BATCH.text, [param])));
-      else res = await this.conn.exec<{ i: number; r: unknown }>(BATCH.name, BATCH.text, [param]);
+      if (wantLsn) ({ value: res, lsn } = await this.conn.thenLsn((on) => on.exec<{ i: number; r: unknown }>(st.name, st.text, [param])));
+      else res = await this.conn.exec<{ i: number; r: unknown }>(st.name, st.text, [param]);
     } catch (e) {
       if (!rolledBack(e)) {
         for (const c of sorted) c.fail(e);

@@ -23,6 +23,8 @@ export class Conn {
   onNoLsn?: (e: Error) => void;
   /** Whether the database is distributed by Citus (migration 0014), once asked. */
   private citusOnce: Promise<boolean> | undefined;
+  /** Its answer, once there. */
+  private citusKnown: boolean | undefined;
 
   constructor(readonly pool: pg.Pool) {
     this.kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
@@ -53,12 +55,22 @@ export class Conn {
   citus(): Promise<boolean> {
     this.citusOnce ??= this.pool
       .query<{ c: boolean }>(`select exists (select 1 from pg_extension where extname = 'citus') as c`)
-      .then((r) => r.rows[0]?.c === true)
+      .then((r) => (this.citusKnown = r.rows[0]?.c === true))
       .catch((e) => {
         this.citusOnce = undefined;
         throw e;
       });
     return this.citusOnce;
+  }
+
+  /**
+   * Whether relaxed writes (issue 38) may set synchronous_commit off here: not on Citus, where
+   * the coordinator's SET LOCAL does not reach the worker that commits the record's shard.
+   * Synchronous once the database has been asked.
+   */
+  relaxable(): boolean | Promise<boolean> {
+    if (this.citusKnown !== undefined) return !this.citusKnown;
+    return this.citus().then((c) => !c);
   }
 
   /**
@@ -106,6 +118,7 @@ export class Conn {
         on.exec<R>(name, this.compiled(name, values, build), values),
       citus: () => this.citus(),
       simple: async <R>(text: string) => selectRows<R>(await client.query(text)),
+      relaxable: () => this.relaxable(),
     };
     try {
       const value = await fn(on);
@@ -136,6 +149,11 @@ export class Conn {
 export interface Statements {
   exec<R>(name: string, text: string, values: readonly unknown[]): Promise<{ rows: R[] }>;
   named<R>(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>): Promise<{ rows: R[] }>;
+  /**
+   * Whether a write of relaxed fields may commit relaxed here (Conn.relaxable: not on Citus);
+   * a boolean once known, so a write function still sends its statement before its first await.
+   */
+  relaxable(): boolean | Promise<boolean>;
   /** Whether the database is distributed by Citus (Conn.citus). */
   citus(): Promise<boolean>;
   /**

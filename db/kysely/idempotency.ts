@@ -25,6 +25,7 @@ import type { Database } from './schema.js';
 import {
   claimResult,
   claimValues,
+  relaxed,
   transactResult,
   transactValues,
   writeResult,
@@ -85,9 +86,12 @@ export function inline(text: string, values: readonly unknown[]): string {
 }
 
 /** Run a keyed statement in its one round trip; the stored or fresh result rows, or KeyRefusal. */
-async function keyedCall(s: Statements, run: KeyedRun, text: string, values: readonly unknown[]): Promise<unknown> {
+async function keyedCall(s: Statements, run: KeyedRun, text: string, values: readonly unknown[], relax: boolean | Promise<boolean> = false): Promise<unknown> {
   const k = run.key;
-  const rows = await s.simple<KeyedRow>(`begin; ${inline(text, [...values, k.key, k.digest, k.ttlSeconds])}; commit`);
+  // A write of relaxed fields only (issue 38, writes.ts relaxed): its transaction, key included,
+  // commits without waiting for the WAL flush.
+  const local = (await relax) ? ` set local synchronous_commit = off;` : '';
+  const rows = await s.simple<KeyedRow>(`begin;${local} ${inline(text, [...values, k.key, k.digest, k.ttlSeconds])}; commit`);
   const r = rows[0];
   if (!r) throw new Error('a keyed statement answered no row');
   run.ran = true;
@@ -101,7 +105,7 @@ async function keyedCall(s: Statements, run: KeyedRun, text: string, values: rea
 }
 
 export async function writeFieldKeyed(s: Statements, run: KeyedRun, w: WriteRequest): Promise<WriteResult> {
-  const rows = (await keyedCall(s, run, KEYED.write, writeValues(w))) as WriteRow[];
+  const rows = (await keyedCall(s, run, KEYED.write, writeValues(w), relaxed(s, w.relaxed))) as WriteRow[];
   return writeResult(rows[0]);
 }
 
@@ -127,7 +131,7 @@ export async function saveCheckpointKeyed(
 }
 
 export async function transactKeyed(s: Statements, run: KeyedRun, t: TransactRequest): Promise<TransactResult> {
-  const r = (await keyedCall(s, run, KEYED.transact, transactValues(t))) as { txn: string; rows: TransactRow[] };
+  const r = (await keyedCall(s, run, KEYED.transact, transactValues(t), relaxed(s, t.relaxed))) as { txn: string; rows: TransactRow[] };
   const out = transactResult(t, r.rows);
   // A replay answers with the transaction id the write ran under.
   return out.outcome === 'applied' ? { ...out, txn: r.txn } : out;

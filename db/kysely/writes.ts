@@ -34,12 +34,14 @@ export function relaxedStatement(st: { name: string; text: string }): { name: st
 export const WRITE_RELAXED = relaxedStatement(WRITE);
 
 /**
- * Relaxed writes are strict on Citus (not yet relaxed there): the write commits on the worker
- * holding the record, which the coordinator's SET LOCAL does not reach, and a statement that is
- * more than the function call may not be delegated in one hop (docs/scale-out.md).
+ * Whether this write goes relaxed: its fields are, and the database is not Citus (not yet
+ * relaxed there: the write commits on the worker holding the record, which the coordinator's
+ * SET LOCAL does not reach, and a statement that is more than the function call may not be
+ * delegated in one hop; docs/scale-out.md). Without an await once the database is known, so
+ * the write still sends its statement synchronously (the batcher captures it then).
  */
-async function relaxable(c: Statements): Promise<boolean> {
-  return !(await c.citus());
+export function relaxed(c: Statements, wanted: boolean | undefined): boolean | Promise<boolean> {
+  return wanted === true ? c.relaxable() : false;
 }
 
 /** The claim of migrations 0006 and 0010, named. */
@@ -49,7 +51,9 @@ export const CLAIM = {
 };
 
 export async function writeField(c: Statements, w: WriteRequest): Promise<WriteResult> {
-  const st = w.relaxed === true && (await relaxable(c)) ? WRITE_RELAXED : WRITE;
+  let r = relaxed(c, w.relaxed);
+  if (typeof r !== 'boolean') r = await r;
+  const st = r ? WRITE_RELAXED : WRITE;
   const res = await c.exec<WriteRow>(st.name, st.text, writeValues(w));
   return writeResult(res.rows[0]);
 }
@@ -210,7 +214,9 @@ export interface TransactRow extends Omit<WriteRow, 'outcome'> {
 }
 
 export async function transact(c: Statements, t: TransactRequest): Promise<TransactResult> {
-  const st = t.relaxed === true && (await relaxable(c)) ? TRANSACT_RELAXED : TRANSACT;
+  let r = relaxed(c, t.relaxed);
+  if (typeof r !== 'boolean') r = await r;
+  const st = r ? TRANSACT_RELAXED : TRANSACT;
   const res = await c.exec<TransactRow>(st.name, st.text, transactValues(t));
   return transactResult(t, res.rows);
 }

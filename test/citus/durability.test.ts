@@ -5,6 +5,7 @@
  * delegation; so on Citus the gateway sends relaxed writes as the strict statement
  * (db/kysely/writes.ts, relaxable) and they are applied as strict writes.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createPool, PgDb } from '../../db/kysely/index.js';
 import { migrate } from '../../db/migrate.js';
@@ -15,9 +16,12 @@ let db: PgDb;
 
 beforeAll(async () => {
   cluster = await CitusCluster.start();
+  const url = await cluster.createDatabase('kslate_durability');
+  const admin = new pg.Pool({ connectionString: url, max: 1 });
+  await migrate(admin);
+  await admin.end();
   // One connection: the statements it prepared are the ones the writes sent.
-  db = new PgDb(createPool({ connectionString: await cluster.createDatabase('kslate_durability'), max: 1, timeoutMs: 60_000 }));
-  await migrate(db.pool);
+  db = new PgDb(createPool({ connectionString: url, max: 1, timeoutMs: 60_000 }));
 });
 
 afterAll(async () => {

@@ -150,6 +150,18 @@ describe('a write of relaxed fields only commits with synchronous_commit off', (
     ]);
   });
 
+  test('a keyed write (Idempotency-Key) of a relaxed field is relaxed too; of a strict one, strict', async () => {
+    const id = fresh();
+    const keyed = (field: string, key: string) =>
+      ok(t.call('alice', 'PUT', `/v1/records/board/${id}/fields/${field}`, { value: key }, { 'idempotency-key': key }));
+    await keyed('cursor', `k-${id}-1`);
+    await keyed('memo', `k-${id}-2`);
+    expect(await commits('board', id)).toEqual([
+      { field: 'cursor', op: 'put', sc: 'off' },
+      { field: 'memo', op: 'put', sc: 'on' },
+    ]);
+  });
+
   test('a relaxed write leaves the connection strict for the next write (SET LOCAL, not SET)', async () => {
     // The gateway's pool is small: a strict write right after many relaxed ones runs on a
     // connection that served them.
