@@ -163,6 +163,11 @@ export interface WriteRequest {
   requiredCheckpoints: readonly string[] | null;
   /** Set or extend the record's expiry to this many seconds after the write (issue 37); null leaves it. */
   ttl_seconds?: number | null;
+  /**
+   * The field is relaxed (issue 38, class `durability: relaxed`): the write's transaction
+   * commits without waiting for its WAL flush (synchronous_commit = off). Absent: strict.
+   */
+  relaxed?: boolean;
 }
 
 /** A premise that moved (STALE_PREMISE), as its error body lists it. */
@@ -257,6 +262,8 @@ export interface TransactRequest {
   stop: { index: number; outcome: string | null } | null;
   /** Sets or extends the record's own expiry when every write applies (issue 37); null/absent: leave it. */
   ttl_seconds?: number | null;
+  /** Every write is of a relaxed field (issue 38): commit without waiting for the WAL flush. Absent: strict. */
+  relaxed?: boolean;
 }
 
 /** What each applied write of a transaction got. */
@@ -525,8 +532,11 @@ export interface RetentionRules {
   spec: string;
 }
 
-/** The purge's walks: every row by age, rejected rows by age, and the (record, field)s written since the last walk. */
-export type RetentionWalk = 'age' | 'rejected' | 'fields';
+/**
+ * The purge's walks: every row by age, rejected rows by age, the (record, field)s written
+ * since the last walk, and the records whose checkpoints were saved since the last walk.
+ */
+export type RetentionWalk = 'age' | 'rejected' | 'fields' | 'checkpoints';
 
 /** A role as the gauge needs it: who belongs (subjects, `ns/*` wildcards included). */
 export interface RoleSubjects {

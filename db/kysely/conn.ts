@@ -105,6 +105,7 @@ export class Conn {
       named: <R>(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>) =>
         on.exec<R>(name, this.compiled(name, values, build), values),
       simple: async <R>(text: string) => selectRows<R>(await client.query(text)),
+      citus: () => this.citus(),
     };
     try {
       const value = await fn(on);
@@ -142,6 +143,8 @@ export interface Statements {
    * any connection a statement failed on.
    */
   simple<R>(text: string): Promise<R[]>;
+  /** Whether the database is distributed by Citus (Conn.citus). */
+  citus(): Promise<boolean>;
 }
 
 /** The rows of the SELECT among a multi-statement query's results. */
