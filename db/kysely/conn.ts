@@ -104,8 +104,8 @@ export class Conn {
           : (client.query({ name, text, values: [...values] }) as unknown as Promise<{ rows: R[] }>),
       named: <R>(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>) =>
         on.exec<R>(name, this.compiled(name, values, build), values),
-      simple: async <R>(text: string) => selectRows<R>(await client.query(text)),
       citus: () => this.citus(),
+      simple: async <R>(text: string) => selectRows<R>(await client.query(text)),
     };
     try {
       const value = await fn(on);
@@ -136,6 +136,8 @@ export class Conn {
 export interface Statements {
   exec<R>(name: string, text: string, values: readonly unknown[]): Promise<{ rows: R[] }>;
   named<R>(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>): Promise<{ rows: R[] }>;
+  /** Whether the database is distributed by Citus (Conn.citus). */
+  citus(): Promise<boolean>;
   /**
    * Several statements in one simple-protocol message, one round trip (the keyed writes:
    * `begin; select ...; commit`, idempotency.ts): the rows of its SELECT. A statement that
@@ -143,8 +145,6 @@ export interface Statements {
    * any connection a statement failed on.
    */
   simple<R>(text: string): Promise<R[]>;
-  /** Whether the database is distributed by Citus (Conn.citus). */
-  citus(): Promise<boolean>;
 }
 
 /** The rows of the SELECT among a multi-statement query's results. */

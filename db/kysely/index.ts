@@ -404,15 +404,15 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
   }
 
   expireRecords(cls: string, ttlSeconds: number, limit: number) {
-    return this.guard(() => sweep.expireRecords(this.kysely, cls, ttlSeconds, limit));
+    return this.guard(async () => sweep.expireRecords(this.kysely, cls, ttlSeconds, limit, await this.conn.citus()));
   }
 
   expireDueRecords(limit: number) {
-    return this.guard(() => sweep.expireRecords(this.kysely, '', null, limit));
+    return this.guard(async () => sweep.expireRecords(this.kysely, '', null, limit, await this.conn.citus()));
   }
 
   purgeExpired(limit: number) {
-    return this.guard(() => sweep.purgeExpired(this.kysely, limit));
+    return this.guard(async () => sweep.purgeExpired(this.kysely, limit, await this.conn.citus()));
   }
 
   historyTruncation(cls: string, rid: string) {
@@ -428,11 +428,11 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
   }
 
   flagLapsedLeases(limit: number) {
-    return this.guard(() => sweep.flagLapsedLeases(this.kysely, limit));
+    return this.guard(async () => sweep.flagLapsedLeases(this.kysely, limit, await this.conn.citus()));
   }
 
   gauges(classList: string[], roles: RoleSubjects[]) {
-    return this.guard(() => sweep.gauges(this.kysely, classList, roles));
+    return this.guard(async () => sweep.gauges(this.kysely, classList, roles, await this.conn.citus()));
   }
 
   // ---- the web console's sessions (migration 0009) --------------------------------------

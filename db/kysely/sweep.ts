@@ -43,7 +43,37 @@ export async function releaseLease(db: Kysely<Database>, name: string, holder: s
   await db.deleteFrom('sweep_lease').where('name', '=', name).where('holder', '=', holder).execute();
 }
 
-export async function expireRecords(db: Kysely<Database>, cls: string, ttlSeconds: number | null, limit: number): Promise<number> {
+/** Whether `db` is on Citus, asked once per Kysely instance (PgDb passes what its pool knows). */
+const citusOf = new WeakMap<object, Promise<boolean>>();
+function isCitus(db: Kysely<Database>): Promise<boolean> {
+  let p = citusOf.get(db);
+  if (!p) {
+    p = sql<{ c: boolean }>`select exists (select 1 from pg_extension where extname = 'citus') as c`
+      .execute(db)
+      .then((r) => r.rows[0]?.c === true);
+    citusOf.set(db, p);
+    p.catch(() => citusOf.delete(db));
+  }
+  return p;
+}
+
+/**
+ * On Citus (migration 0014) the sweep's batch statements are refused: `FOR UPDATE` across
+ * shards, and a function of a shard's row called from a statement over many shards. There
+ * the batch's candidates are found without a lock, grouped by shard, and each group handled
+ * by a function of migration 0017 called alone, so Citus delegates it to the shard's node,
+ * where it re-checks, locks (SKIP LOCKED) and changes each record as the batch statement does
+ * here. A batch costs one call per shard it touches; the sweep's budget bounds the step
+ * between batches as on plain PostgreSQL.
+ */
+export async function expireRecords(
+  db: Kysely<Database>,
+  cls: string,
+  ttlSeconds: number | null,
+  limit: number,
+  citus?: boolean,
+): Promise<number> {
+  if (citus ?? (await isCitus(db))) return expireRecordsEach(db, cls, ttlSeconds, limit);
   // One statement, so one transaction: a record is either wholly live or wholly gone to
   // every reader. SKIP LOCKED passes over a record a writer holds (its write renews it);
   // a record renewed after this statement's snapshot is re-checked under the lock
@@ -76,13 +106,47 @@ export async function expireRecords(db: Kysely<Database>, cls: string, ttlSecond
   return res.rows[0]?.n ?? 0;
 }
 
+/** Rows grouped by their shard (`shard`), in first-seen order: one delegated call each. */
+function byShard<T extends { shard: string }>(rows: T[]): T[][] {
+  const groups = new Map<string, T[]>();
+  for (const r of rows) {
+    const g = groups.get(r.shard);
+    if (g) g.push(r);
+    else groups.set(r.shard, [r]);
+  }
+  return [...groups.values()];
+}
+
+/** expireRecords on Citus: the due records found without a lock, then expired on their nodes, one call per shard. */
+async function expireRecordsEach(db: Kysely<Database>, cls: string, ttlSeconds: number | null, limit: number): Promise<number> {
+  const due =
+    ttlSeconds === null
+      ? sql`r.expires_at <= now()`
+      : sql`r.class = ${cls} and r.expires_at is null and r.last_write_at < now() - make_interval(secs => ${ttlSeconds})`;
+  const order = ttlSeconds === null ? sql`r.expires_at` : sql`r.last_write_at`;
+  const cand = await sql<{ rid: string; id: number; shard: string }>`
+    select r.rid, r.id, get_shard_id_for_distribution_column('records', r.rid)::text as shard
+    from records r where ${due} order by ${order} limit ${limit}`.execute(db);
+  let n = 0;
+  for (const g of byShard(cand.rows)) {
+    const rids = g.map((r) => r.rid);
+    const res = await sql<{ n: number }>`
+      select kslate_expire_records(${rids[0]}, ${rids}::text[], ${g.map((r) => r.id)}::bigint[], ${cls},
+                                   ${ttlSeconds}::double precision) as n`.execute(db);
+    n += res.rows[0]?.n ?? 0;
+  }
+  return n;
+}
+
 /** The queue is worked oldest expiry first, this many records at a time. */
 const PURGE_WINDOW = 1000;
 
 export async function purgeExpired(
   db: Kysely<Database>,
   limit: number,
+  citus?: boolean,
 ): Promise<{ historyRows: number; entries: number; finished: number; more: boolean }> {
+  if (citus ?? (await isCitus(db))) return purgeExpiredEach(db, limit);
   const chunk = await sql<{ h: number; e: number }>`
     with q as (
       select record_id, class, rid, max_history_id from expired_records order by record_id limit ${PURGE_WINDOW}
@@ -119,10 +183,49 @@ export async function purgeExpired(
   return { historyRows: h, entries: e, finished: fin.n, more: fin.left };
 }
 
-export async function flagLapsedLeases(db: Kysely<Database>, limit: number): Promise<number> {
-  // SKIP LOCKED: a field being claimed or renewed right now is that writer's to decide. An
-  // owner whose lease_expires_at <= now() is `not kslate_lease_held(...)` (migration 0010)
-  // written out, so that fields_lease_due (lease_expires_at, owner set, not lapsed) drives it.
+/** purgeExpired on Citus: queued records' rows purged on their nodes, one call per shard, up to `limit` rows in all. */
+async function purgeExpiredEach(db: Kysely<Database>, limit: number): Promise<{ historyRows: number; entries: number; finished: number; more: boolean }> {
+  const q = await sql<{ rid: string; record_id: number; shard: string }>`
+    select rid, record_id, get_shard_id_for_distribution_column('records', rid)::text as shard
+    from expired_records order by record_id limit ${PURGE_WINDOW}`.execute(db);
+  let historyRows = 0;
+  let entries = 0;
+  let finished = 0;
+  for (const g of byShard(q.rows)) {
+    const left = limit - Math.max(historyRows, entries);
+    if (left <= 0) break;
+    const rids = g.map((x) => x.rid);
+    const res = await sql<{ history_rows: number; entries: number; finished: number }>`
+      select * from kslate_purge_expired_records(${rids[0]}, ${rids}::text[], ${g.map((x) => x.record_id)}::bigint[],
+                                                 ${left}::integer)`.execute(db);
+    const r = res.rows[0];
+    if (!r) continue;
+    historyRows += r.history_rows;
+    entries += r.entries;
+    finished += r.finished;
+  }
+  // A full window may have more queued behind it.
+  return { historyRows, entries, finished, more: q.rows.length > finished || q.rows.length === PURGE_WINDOW };
+}
+
+export async function flagLapsedLeases(db: Kysely<Database>, limit: number, citus?: boolean): Promise<number> {
+  if (citus ?? (await isCitus(db))) {
+    // On Citus (see expireRecords): the due fields without a lock, then flagged on their nodes, one call per shard.
+    const due = await sql<{ rid: string; record_id: number; name: string; shard: string }>`
+      select rid, record_id, name, get_shard_id_for_distribution_column('records', rid)::text as shard from fields
+      where owner is not null and not lease_lapsed and lease_expires_at <= now()
+      order by lease_expires_at
+      limit ${limit}`.execute(db);
+    let n = 0;
+    for (const g of byShard(due.rows)) {
+      const rids = g.map((f) => f.rid);
+      const res = await sql<{ n: number }>`
+        select kslate_flag_lapsed_leases(${rids[0]}, ${rids}::text[], ${g.map((f) => f.record_id)}::bigint[],
+                                         ${g.map((f) => f.name)}::text[]) as n`.execute(db);
+      n += res.rows[0]?.n ?? 0;
+    }
+    return n;
+  }
   const res = await sql<{ n: number }>`
     with due as (
       select record_id, name from fields
@@ -154,7 +257,7 @@ export function authorIn(subjects: string[], author: RawBuilder<unknown>): RawBu
   return sql`(${sql.join(parts, sql` or `)})`;
 }
 
-export async function gauges(db: Kysely<Database>, classes: string[], roles: RoleSubjects[]): Promise<WorkerGauges> {
+export async function gauges(db: Kysely<Database>, classes: string[], roles: RoleSubjects[], citus = false): Promise<WorkerGauges> {
   const records = new Map<string, number>(classes.map((c) => [c, 0]));
   const historyRows = new Map<string, number>(classes.map((c) => [c, 0]));
   const rec = await sql<{ class: string; n: number }>`
@@ -182,7 +285,7 @@ export async function gauges(db: Kysely<Database>, classes: string[], roles: Rol
           and ${notPurged(sql`rec.class`, sql`rec.rid`, sql`h.id`)})`.execute(db);
     roleWroteNothing.set(`${r.class}/${r.role}`, res.rows[0]?.n ?? 0);
   }
-  return { records, historyRows, leasesLapsed: lapsed.rows[0]?.n ?? 0, roleWroteNothing, oldestHistory: await oldestHistory(db, classes) };
+  return { records, historyRows, leasesLapsed: lapsed.rows[0]?.n ?? 0, roleWroteNothing, oldestHistory: await oldestHistory(db, classes, citus) };
 }
 
 
@@ -279,8 +382,13 @@ export async function purgeHistoryBatch(
 }
 
 /** The oldest retained history row per class (the `kslate_history_oldest_row_age_seconds` gauge): one index probe each. */
-export async function oldestHistory(db: Kysely<Database>, classes: string[]): Promise<Map<string, Date>> {
-  const res = await sql<{ class: string; at: Date | null }>`
+export async function oldestHistory(db: Kysely<Database>, classes: string[], citus = false): Promise<Map<string, Date>> {
+  // Citus takes no correlated subquery beside unnest: there, one grouped statement every shard
+  // answers from its history_class_age.
+  const res = citus
+    ? await sql<{ class: string; at: Date | null }>`
+    select h.class, min(h.created_at) as at from history h where h.class = any(${classes}::text[]) group by h.class`.execute(db)
+    : await sql<{ class: string; at: Date | null }>`
     select c as class, (select min(h.created_at) from history h where h.class = c) as at
     from unnest(${classes}::text[]) as c`.execute(db);
   return new Map(res.rows.filter((r) => r.at !== null).map((r) => [r.class, r.at!]));
