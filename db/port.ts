@@ -11,8 +11,8 @@ export interface StoredPremise {
   inferred?: boolean;
 }
 
-export interface EntryRow {
-  seq: number;
+/** A value as one write stored it, with who wrote it, on what grounds and when (an entry, a change). */
+export interface WrittenRow {
   value: unknown;
   author: string;
   identity_strength: string | null;
@@ -20,6 +20,10 @@ export interface EntryRow {
   based_on: StoredPremise[] | null;
   invocation: Record<string, unknown> | null;
   created_at: Date;
+}
+
+export interface EntryRow extends WrittenRow {
+  seq: number;
 }
 
 export interface FieldRow {
@@ -134,21 +138,8 @@ export type HistoryMark = 'none' | 'premises' | 'all';
 /** A marked row in HistoryPage.runs. */
 export const HISTORY_MARKED_ROW = /\x1e([^\x1f]*)\x1f/g;
 
-/**
- * A put or append as `Db.writeField` decides and applies it under the record's lock in one
- * round trip (kslate_write, migration 0010): every check left after the gateway's own (STALE,
- * the resolve gate, STALE_PREMISE with fences) is judged there, in the order of the spec.
- */
-export interface WriteRequest {
-  class: string;
-  rid: string;
-  field: string;
-  kind: 'versioned' | 'soft' | 'append';
-  op: 'put' | 'append';
-  /** The new value (put) or entry (append). */
-  value: unknown;
-  author: string;
-  identity_strength: string;
+/** What a put or append (alone or in a transaction) rests on, as the write functions judge it under the lock. */
+export interface WriteGrounds {
   evidence: string | null;
   /** The premises stored with the write (explicit or inferred); null when none. */
   based_on: StoredPremise[] | null;
@@ -161,6 +152,23 @@ export interface WriteRequest {
   premises: readonly StoredPremise[];
   /** The resolve gate: roles that must have saved a checkpoint on the record; null when the write is not gated. */
   requiredCheckpoints: readonly string[] | null;
+}
+
+/**
+ * A put or append as `Db.writeField` decides and applies it under the record's lock in one
+ * round trip (kslate_write, migration 0010): every check left after the gateway's own (STALE,
+ * the resolve gate, STALE_PREMISE with fences) is judged there, in the order of the spec.
+ */
+export interface WriteRequest extends WriteGrounds {
+  class: string;
+  rid: string;
+  field: string;
+  kind: 'versioned' | 'soft' | 'append';
+  op: 'put' | 'append';
+  /** The new value (put) or entry (append). */
+  value: unknown;
+  author: string;
+  identity_strength: string;
   /** Set or extend the record's expiry to this many seconds after the write (issue 37); null leaves it. */
   ttl_seconds?: number | null;
   /**
@@ -225,20 +233,13 @@ export interface ClaimResult {
  * claim. A write the gateway did not parse (after the first refused one) carries only what
  * its history row records.
  */
-export interface TransactWrite {
+export interface TransactWrite extends WriteGrounds {
   op: 'put' | 'append' | 'claim';
   field: string;
   kind: 'versioned' | 'soft' | 'append' | 'task' | null;
   /** The value (put) or entry (append), stored as sent; absent for a claim. */
   value?: unknown;
   hasValue: boolean;
-  evidence: string | null;
-  based_on: StoredPremise[] | null;
-  invocation: Record<string, unknown> | null;
-  expectVersion: number | null;
-  expected_version: number | null;
-  premises: readonly StoredPremise[];
-  requiredCheckpoints: readonly string[] | null;
   /** A claim's lease (0 releases). */
   lease_seconds: number | null;
   /** What the write's row keeps when it is refused by the gateway or not applied. */
@@ -620,7 +621,7 @@ export interface LogPosition {
 }
 
 /** One applied change, as the change log and a record's history give it. */
-export interface ChangeRow {
+export interface ChangeRow extends WrittenRow {
   /** Log position; null on a row written before migration 0007 (per-record reads only). */
   tx: string | null;
   /** The history row's id (history `seq`). */
@@ -631,13 +632,6 @@ export interface ChangeRow {
   op: string;
   version: number | null;
   record_version: number;
-  value: unknown;
-  author: string;
-  identity_strength: string | null;
-  evidence: string | null;
-  based_on: StoredPremise[] | null;
-  invocation: Record<string, unknown> | null;
-  created_at: Date;
   /** Size for byte budgets (value, evidence, premises, invocation, overhead). */
   bytes: number;
 }

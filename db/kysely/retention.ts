@@ -10,6 +10,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { RetentionRules } from '../port.js';
 import type { Database } from './schema.js';
+import { isCitus, purgeByRecord } from './sweep.js';
 
 export async function purgeCheckpointedBatch(
   db: Kysely<Database>,
@@ -17,14 +18,21 @@ export async function purgeCheckpointedBatch(
   r: RetentionRules,
   limit: number,
 ): Promise<{ purged: number; scanned: number; more: boolean }> {
-  // Times travel as text, as in the other walks: a JS Date drops the microseconds.
-  const cur = await sql<{ at: string | null; id: number }>`
+  // Times travel as text, as in the other walks: a JS Date drops the microseconds. On Citus
+  // (history_retention a reference table) RETURNING may not cast a time to text: the cursor
+  // is read back by a second statement there, as sweep.ts purgeHistoryBatch does.
+  const citus = await isCitus(db);
+  const upsert = sql`
     insert into history_retention as t (class, rule, spec) values (${cls}, 'checkpoints', ${r.spec})
     on conflict (class, rule) do update set
       at = case when t.spec = excluded.spec then t.at end,
       id = case when t.spec = excluded.spec then t.id else 0 end,
-      spec = excluded.spec
-    returning t.at::text as at, t.id`.execute(db);
+      spec = excluded.spec`;
+  const cur = citus
+    ? (await upsert.execute(db),
+      await sql<{ at: string | null; id: number }>`
+        select at::text as at, id from history_retention where class = ${cls} and rule = 'checkpoints'`.execute(db))
+    : await sql<{ at: string | null; id: number }>`${upsert} returning t.at::text as at, t.id`.execute(db);
   const { at, id } = cur.rows[0]!;
   const after = at === null ? sql`true` : sql`(c.saved_at, c.record_id) > (${at}::timestamptz, ${id}::bigint)`;
   const beyond = r.keepLast === null ? sql`false` : sql`h.id < coalesce((
@@ -34,7 +42,10 @@ export async function purgeCheckpointedBatch(
   const rej = r.rejectedMaxAgeSeconds === null
     ? sql`false`
     : sql`(h.outcome <> 'applied' and h.created_at < now() - make_interval(secs => ${r.rejectedMaxAgeSeconds}))`;
-  const res = await sql<{ scanned: number; purged: number; last_at: string | null; last_id: number | null }>`
+  // On Citus each record's purge is one call delegated to its node (sweep.ts purgeByRecord).
+  const res = citus
+    ? { rows: [await purgeByRecord(db, cls, 'checkpoints', r, limit, after)] }
+    : await sql<{ scanned: number; purged: number; last_at: string | null; last_id: number | null }>`
     with saved as (
       select c.rid, c.record_id, c.saved_at from checkpoints c
       join records rec on rec.rid = c.rid and rec.id = c.record_id

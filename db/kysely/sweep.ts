@@ -45,7 +45,7 @@ export async function releaseLease(db: Kysely<Database>, name: string, holder: s
 
 /** Whether `db` is on Citus, asked once per Kysely instance (PgDb passes what its pool knows). */
 const citusOf = new WeakMap<object, Promise<boolean>>();
-function isCitus(db: Kysely<Database>): Promise<boolean> {
+export function isCitus(db: Kysely<Database>): Promise<boolean> {
   let p = citusOf.get(db);
   if (!p) {
     p = sql<{ c: boolean }>`select exists (select 1 from pg_extension where extname = 'citus') as c`
@@ -290,6 +290,20 @@ export async function gauges(db: Kysely<Database>, classes: string[], roles: Rol
 
 
 /**
+ * The end of a purge statement, after its `del` step: each record's purged boundary recorded
+ * (`history_purged`, what readers see), then how many rows `scanned` (the statement's scan
+ * step) read, how many were deleted, and the last row read (where the walk resumes).
+ */
+const purgeEnd = (cls: string, scanned: 'cand' | 'scan') => sql`mark as (
+        insert into history_purged as p (class, rid, before, before_id)
+        select ${cls}, rid, max(created_at), max(id) from del group by rid
+        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
+                                               before_id = greatest(p.before_id, excluded.before_id)
+      ), last as (select created_at, id from ${sql.raw(scanned)} order by created_at desc, id desc limit 1)
+      select (select count(*) from ${sql.raw(scanned)})::int as scanned, (select count(*) from del)::int as purged,
+             (select created_at::text from last) as last_at, (select id from last) as last_id`;
+
+/**
  * One bounded batch of a class's history retention (migration 0013): reads at most `limit`
  * rows past the walk's cursor, deletes those the rules purge and `kslate_history_kept` does
  * not keep, records the boundary readers see (`history_purged`), and moves the cursor. A
@@ -303,17 +317,26 @@ export async function purgeHistoryBatch(
   limit: number,
 ): Promise<{ purged: number; scanned: number; more: boolean }> {
   // Times travel as text: a JS Date would drop the microseconds and the walk would read rows twice.
-  const cur = await sql<{ at: string | null; id: number }>`
+  // On Citus (history_retention a reference table, migration 0018) RETURNING may not cast a
+  // time to text (not IMMUTABLE): the cursor is read back by a second statement there.
+  const citus = await isCitus(db);
+  const upsert = sql`
     insert into history_retention as t (class, rule, spec) values (${cls}, ${walk}, ${r.spec})
     on conflict (class, rule) do update set
       at = case when t.spec = excluded.spec then t.at end,
       id = case when t.spec = excluded.spec then t.id else 0 end,
-      spec = excluded.spec
-    returning t.at::text as at, t.id`.execute(db);
+      spec = excluded.spec`;
+  const cur = citus
+    ? (await upsert.execute(db),
+      await sql<{ at: string | null; id: number }>`
+        select at::text as at, id from history_retention where class = ${cls} and rule = ${walk}`.execute(db))
+    : await sql<{ at: string | null; id: number }>`${upsert} returning t.at::text as at, t.id`.execute(db);
   const { at, id } = cur.rows[0]!;
   const after = at === null ? sql`true` : sql`(h.created_at, h.id) > (${at}::timestamptz, ${id}::bigint)`;
   let res;
-  if (walk === 'age' || walk === 'rejected') {
+  if (citus) {
+    res = { rows: [await purgeByRecord(db, cls, walk, r, limit, after)] };
+  } else if (walk === 'age' || walk === 'rejected') {
     const secs = walk === 'age' ? r.maxAgeSeconds : r.rejectedMaxAgeSeconds;
     if (secs === null) return { purged: 0, scanned: 0, more: false };
     const rejected = walk === 'rejected' ? sql`and h.outcome <> 'applied'` : sql``;
@@ -327,14 +350,7 @@ export async function purgeHistoryBatch(
       ), del as (
         delete from history h using cand c where h.id = c.id and not kslate_history_kept(h)
         returning h.id, h.rid, h.created_at
-      ), mark as (
-        insert into history_purged as p (class, rid, before, before_id)
-        select ${cls}, rid, max(created_at), max(id) from del group by rid
-        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
-                                               before_id = greatest(p.before_id, excluded.before_id)
-      ), last as (select created_at, id from cand order by created_at desc, id desc limit 1)
-      select (select count(*) from cand)::int as scanned, (select count(*) from del)::int as purged,
-             (select created_at::text from last) as last_at, (select id from last) as last_id`.execute(db);
+      ), ${purgeEnd(cls, 'cand')}`.execute(db);
   } else {
     const beyond = r.keepLast === null ? sql`false` : sql`h.id < coalesce((
         select k.id from history k where k.class = ${cls} and k.rid = p.rid and k.field = p.field
@@ -361,14 +377,7 @@ export async function purgeHistoryBatch(
         limit ${limit}
       ), del as (
         delete from history h where h.id in (select id from doomed) returning h.id, h.rid, h.created_at
-      ), mark as (
-        insert into history_purged as p (class, rid, before, before_id)
-        select ${cls}, rid, max(created_at), max(id) from del group by rid
-        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
-                                               before_id = greatest(p.before_id, excluded.before_id)
-      ), last as (select created_at, id from scan order by created_at desc, id desc limit 1)
-      select (select count(*) from scan)::int as scanned, (select count(*) from del)::int as purged,
-             (select created_at::text from last) as last_at, (select id from last) as last_id`.execute(db);
+      ), ${purgeEnd(cls, 'scan')}`.execute(db);
   }
   const row = res.rows[0]!;
   // The per-field walk stays where it is while a batch deletes its whole limit (the same
@@ -379,6 +388,77 @@ export async function purgeHistoryBatch(
               where class = ${cls} and rule = ${walk} and spec = ${r.spec}`.execute(db);
   }
   return { purged: row.purged, scanned: row.scanned, more: row.scanned >= limit || stay };
+}
+
+/**
+ * One batch of purgeHistoryBatch on Citus (migration 0018): the walk's rows are read across
+ * shards without locks (Citus refuses FOR UPDATE across shards), then each record's purge is
+ * one kslate_purge_history call, delegated to the record's node, which judges
+ * kslate_history_kept there under the record's lock and moves its history_purged boundary.
+ */
+export async function purgeByRecord(
+  db: Kysely<Database>,
+  cls: string,
+  walk: RetentionWalk,
+  r: RetentionRules,
+  limit: number,
+  after: RawBuilder<unknown>,
+): Promise<{ scanned: number; purged: number; last_at: string | null; last_id: number | null }> {
+  const none = { scanned: 0, purged: 0, last_at: null, last_id: null };
+  let rows: { rid: string; field: string; id: number; at: string }[];
+  if (walk === 'age' || walk === 'rejected') {
+    const secs = walk === 'age' ? r.maxAgeSeconds : r.rejectedMaxAgeSeconds;
+    if (secs === null) return none;
+    const rejected = walk === 'rejected' ? sql`and h.outcome <> 'applied'` : sql``;
+    rows = (await sql<{ rid: string; field: string; id: number; at: string }>`
+      select h.rid, h.field, h.id, h.created_at::text as at from history h
+      where h.class = ${cls} and h.created_at < now() - make_interval(secs => ${secs}) and ${after} ${rejected}
+      order by h.created_at, h.id
+      limit ${limit}`.execute(db)).rows;
+  } else if (walk === 'fields') {
+    rows = (await sql<{ rid: string; field: string; id: number; at: string }>`
+      select h.rid, h.field, h.id, h.created_at::text as at from history h
+      where h.class = ${cls} and ${after}
+      order by h.created_at, h.id
+      limit ${limit}`.execute(db)).rows;
+  } else if (walk === 'checkpoints') {
+    // The records whose checkpoints were saved since the cursor: every field of each
+    // (retention.ts purgeCheckpointedBatch routes here on Citus).
+    rows = (await sql<{ rid: string; field: string; id: number; at: string }>`
+      select s.rid, f.name as field, s.record_id as id, s.saved_at::text as at from (
+        select c.rid, c.record_id, c.saved_at from checkpoints c
+        join records rec on rec.rid = c.rid and rec.id = c.record_id
+        where rec.class = ${cls} and ${after}
+        order by c.saved_at, c.record_id
+        limit ${limit}) s
+      join fields f on f.rid = s.rid and f.record_id = s.record_id
+      order by s.saved_at, s.record_id`.execute(db)).rows;
+  } else {
+    // A walk added later needs its Citus shape here (this fails to compile until it has one).
+    const unknown: never = walk;
+    throw new Error(`retention walk ${String(unknown)} has no Citus form`);
+  }
+  if (rows.length === 0) return none;
+  const byRecord = new Map<string, { ids: number[]; fields: Set<string> }>();
+  for (const row of rows) {
+    const e = byRecord.get(row.rid) ?? { ids: [], fields: new Set<string>() };
+    e.ids.push(Number(row.id));
+    e.fields.add(row.field);
+    byRecord.set(row.rid, e);
+  }
+  let purged = 0;
+  for (const [rid, e] of byRecord) {
+    if (purged >= limit) break;
+    const byIds = walk === 'age' || walk === 'rejected';
+    const res = await sql<{ purged: number }>`
+      select purged from kslate_purge_history(${cls}, ${rid}, ${byIds ? e.ids : null}::bigint[],
+        ${byIds ? null : [...e.fields]}::text[], ${byIds ? null : r.keepLast}::integer,
+        ${byIds ? null : r.maxAgeSeconds}::integer, ${byIds ? null : r.rejectedMaxAgeSeconds}::integer,
+        ${limit - purged}::integer)`.execute(db);
+    purged += Number(res.rows[0]?.purged ?? 0);
+  }
+  const last = rows[rows.length - 1]!;
+  return { scanned: rows.length, purged, last_at: last.at, last_id: Number(last.id) };
 }
 
 /** The oldest retained history row per class (the `kslate_history_oldest_row_age_seconds` gauge): one index probe each. */

@@ -14,8 +14,8 @@ export const CLASS = 'ha';
 export const RECORDS = ['r0', 'r1', 'r2', 'r3'];
 export const WRITERS = 16;
 
-/** The class of the run: one versioned register, one list, one task per record; every writer may do everything. */
-export const haClass = {
+/** The class of the run: one versioned register, one list, one task per record; every one of `writers` writers may do everything. */
+export const haClassFor = (writers: number) => ({
   name: CLASS,
   spec: {
     fields: {
@@ -24,10 +24,11 @@ export const haClass = {
       task: { kind: 'task' as const, leaseSeconds: 1 },
     },
     roles: {
-      writer: { subjects: Array.from({ length: WRITERS }, (_, i) => `apikey:w${i}`), read: ['*'], write: ['*'] },
+      writer: { subjects: Array.from({ length: writers }, (_, i) => `apikey:w${i}`), read: ['*'], write: ['*'] },
     },
   },
-};
+});
+export const haClass = haClassFor(WRITERS);
 export const writerKey = (i: number) => `ha-writer-${i}-key`;
 
 export type OpKind = 'get' | 'put' | 'append' | 'claim';
@@ -91,11 +92,13 @@ export class Workload {
     private readonly tag: string,
     /** Send a write of unknown outcome again with its Idempotency-Key (write retries, issue 33). */
     private readonly retryUnknownWithKey = false,
+    /** How many writers, over which records (the Citus run: 64 over more records). */
+    private readonly shape: { writers: number; records: readonly string[] } = { writers: WRITERS, records: RECORDS },
   ) {}
 
   start(): void {
     this.running = true;
-    for (let w = 0; w < WRITERS; w++) this.loops.push(this.writer(w));
+    for (let w = 0; w < this.shape.writers; w++) this.loops.push(this.writer(w));
     this.gateways.forEach((_, g) => this.loops.push(this.pollReadyz(g)));
     this.loops.push(this.probe());
   }
@@ -156,7 +159,11 @@ export class Workload {
         op.body = text;
       }
     } catch (e) {
-      op.error = (e as Error).name === 'TimeoutError' ? `no answer within ${this.hangMs} ms` : (e as Error).message;
+      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+      op.error =
+        (e as Error).name === 'TimeoutError'
+          ? `no answer within ${this.hangMs} ms`
+          : `${(e as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ''}`;
     }
     return op;
   }
@@ -164,7 +171,7 @@ export class Workload {
   private async writer(w: number): Promise<void> {
     let n = 0;
     while (this.running) {
-      const record = RECORDS[(w + n) % RECORDS.length];
+      const record = this.shape.records[(w + n) % this.shape.records.length];
       const pick = (w * 7 + n++) % 4;
       let last: OpRecord;
       if (pick < 2) {
@@ -282,7 +289,7 @@ export function checkRun(
   history: Map<string, HistoryRow[]>,
   before: Map<string, RegState>,
   after: Map<string, RegState>,
-  opts: { answerWithinMs: number; retryAfter: boolean },
+  opts: { answerWithinMs: number; retryAfter: boolean; records?: readonly string[] },
 ): RunReport {
   const problems: string[] = [];
   const counts: Record<string, number> = {};
@@ -320,7 +327,7 @@ export function checkRun(
   const writes = new Map<string, OpRecord[]>();
   for (const o of ops) if (o.kind !== 'get') writes.set(o.id, [...(writes.get(o.id) ?? []), o]);
 
-  for (const record of RECORDS) {
+  for (const record of opts.records ?? RECORDS) {
     const rows = history.get(record) ?? [];
     const applied = rows.filter((r) => r.outcome === 'applied');
     // No version issued twice: per field, the applied versions are 1, 2, 3, ... with no repeat
