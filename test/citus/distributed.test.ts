@@ -93,7 +93,7 @@ describe('kslate on Citus under concurrent load through two gateways', () => {
 
   it('loses no update, stays linearizable, and has one lease holder at a time', async () => {
     const before = await registers();
-    const load = new Workload(urls, cluster.url(DB), 30_000, 'citus');
+    const load = new Workload(urls, cluster.url(DB), 30_000, 'citus', true);
     load.start();
     await new Promise((r) => setTimeout(r, 15_000));
     await load.stop();

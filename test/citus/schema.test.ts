@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../db/migrate.js';
 import { PgDb } from '../../db/kysely/index.js';
+import { inline } from '../../db/kysely/idempotency.js';
 import { CitusCluster } from './cluster.js';
 
 let cluster: CitusCluster;
@@ -23,7 +24,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const PER_RECORD = ['records', 'fields', 'entries', 'checkpoints', 'history', 'expired_records', 'read_sets'];
+const PER_RECORD = ['records', 'fields', 'entries', 'checkpoints', 'history', 'expired_records', 'read_sets', 'idempotency_keys'];
 const REFERENCE = ['kslate_meta', 'classes', 'sweep_lease', 'console_sessions', 'scope_owners'];
 
 /** One put through kslate_write, as db/kysely/writes.ts calls it. */
@@ -120,5 +121,56 @@ describe('migration 0014 on Citus', () => {
     expect(out.map((o) => o.outcome)).toEqual(out.map(() => 'applied'));
     expect(db.batchingWrites).toBe(false);
     expect(sizes.every((n) => n === 1)).toBe(true);
+  });
+});
+
+describe('migration 0016 on Citus: a keyed write in one statement', () => {
+  /** A keyed put as db/kysely/idempotency.ts sends it: begin; select; commit in one message. */
+  function keyedPut(c: pg.Client, rid: string, key: string, digest: string, value: unknown, expect: number | null) {
+    const call = inline(
+      `select state, status, body, result from kslate_write_keyed($1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::jsonb, $8::text[], $9::text, $10::text, $11::text, $12::text, $13::text, $14::text, $15::bigint, $16::integer, $17::text, $18::text, $19::integer)`,
+      ['c', rid, 'f', 'versioned', 'put', expect, null, null, 'apikey:a', 'strong', JSON.stringify(value), null, null, null, expect, null, key, digest, 60],
+    );
+    return c.query(`begin; ${call}; commit`) as unknown as Promise<pg.QueryResult<{ state: string; result: { outcome: string; version: number }[] | null }>[]>;
+  }
+
+  it('delegates a keyed put to the record\'s worker in one hop, stores its key on the record\'s shard, and replays it', async () => {
+    const c = new pg.Client({ connectionString: cluster.url('kslate_schema') });
+    await c.connect();
+    try {
+      const remote: string[] = [];
+      c.on('notice', (n) => {
+        if (/issuing/.test(n.message ?? '')) remote.push(n.message ?? '');
+      });
+      await c.query(`set citus.log_remote_commands = on`);
+      await c.query(`set client_min_messages = log`);
+      const first = (await keyedPut(c, 'keyed', 'k1', 'd1', { n: 1 }, 0))[1].rows[0];
+      expect(first.state).toBe('fresh');
+      expect(first.result?.[0]).toMatchObject({ outcome: 'applied', version: 1 });
+      // The coordinator sent the worker the keyed call itself, and nothing else.
+      const calls = remote.filter((m) => !/^issuing (BEGIN|COMMIT|SELECT assign_distributed_transaction_id|PREPARE|ROLLBACK)/i.test(m.replace(/^.*?issuing/, 'issuing')));
+      expect(calls.length, remote.join('\n')).toBe(1);
+      expect(calls[0]).toMatch(/kslate_write_keyed/);
+      remote.length = 0;
+      const again = (await keyedPut(c, 'keyed', 'k1', 'd1', { n: 1 }, 0))[1].rows[0];
+      expect(again).toEqual({ ...first, state: 'replay' });
+      expect((await keyedPut(c, 'keyed', 'k1', 'd2', { n: 2 }, 1))[1].rows[0].state).toBe('reused');
+    } finally {
+      await c.end();
+    }
+    // One version written; the key's row on the shard of the record's row.
+    const f = await pool.query(`select version from fields where rid = 'keyed' and name = 'f'`);
+    expect(f.rows).toEqual([{ version: '1' }]);
+    const shards = await pool.query<{ k: string; r: string }>(
+      `select get_shard_id_for_distribution_column('idempotency_keys', 'keyed')::text as k,
+              get_shard_id_for_distribution_column('records', 'keyed')::text as r`,
+    );
+    const placed = await pool.query<{ port: number }>(
+      `select nodeport as port from pg_dist_shard_placement where shardid in ($1::bigint, $2::bigint)`,
+      [shards.rows[0].k, shards.rows[0].r],
+    );
+    expect(new Set(placed.rows.map((p) => p.port)).size).toBe(1);
+    const key = await pool.query(`select rid, digest from idempotency_keys where key = 'k1'`);
+    expect(key.rows).toEqual([{ rid: 'keyed', digest: 'd1' }]);
   });
 });

@@ -135,8 +135,8 @@ export class Workload {
     let payload: string | undefined;
     if (body) {
       headers['content-type'] = 'application/json';
-      // Keys only when retries use them: on Citus a keyed write is not yet delegated to its
-      // record's node (issue 35), and the Citus run checks the plain path.
+      // Keys only when retries use them (the HA and Citus runs do: a keyed write is one
+      // statement, delegated to its record's node on Citus, migration 0016).
       if (this.retryUnknownWithKey) headers['idempotency-key'] = id;
       payload = JSON.stringify({ ...body, invocation: { op: id } });
     }
