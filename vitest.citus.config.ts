@@ -37,28 +37,33 @@ export const BEHAVIOUR = [
   'test/handlers/concurrency.test.ts',
   'test/handlers/query-spread.test.ts',
   'test/handlers/lease-wait.test.ts',
+  'test/handlers/query.test.ts',
+  'test/worker/lapsed-gauges.test.ts',
+  'test/worker/sweep.test.ts',
+  'test/worker/prune.test.ts',
+  'test/transports/record-ttl.test.ts',
+  'test/handlers/response-budget.test.ts',
+  'test/transports/parity.test.ts',
 ];
 
 /**
  * Behaviour files not yet run on Citus (issue 35, left to do), and why:
- * - query, response-budget, and the transports' files that query (parity, grpc, mcp): the
- *   query statements themselves run on Citus (db/kysely/query.ts reads the page's fields and
- *   latest entries by shapes Citus pushes down), but query answers in creation order, which is
- *   record id order, and on Citus a record's id is drawn on the worker that holds it (the
- *   write function is delegated there; Citus gives each node its own range of an identity
- *   sequence), so records created in order on two workers come back grouped by worker. They
- *   need one creation order across nodes (ids drawn in one place, or an order key that is);
+ * - grpc, mcp: their query cases pass on Citus (one creation order, migration 0017), but the
+ *   rejected-credential budget cases (a second gateway on the loaded coordinator) did not
+ *   see RATE_LIMITED there (not yet looked into);
  * - round-trips: asserts plain PostgreSQL plans (EXPLAIN of local tables);
- * - test/watch, the class watch of the transports, and the sweep (test/worker): the change log
- *   and the sweep are not distributed yet (docs/scale-out.md).
+ * - test/worker/expire: the sweep's expiry runs on Citus (one delegated call per shard,
+ *   migration 0017; record-ttl and lapsed-gauges sweep there), but the 5,000-record case takes longer
+ *   than its timeout through the loaded coordinator, and its held-row case counts every due
+ *   record of the class, of which Citus leaves one behind from an earlier case (not yet found);
+ * - test/watch and the class watch of the transports: the class change log is read in one
+ *   node's transaction-id order (docs/scale-out.md; a cursor per node is not done yet).
  */
 export const NOT_YET = [
-  'test/handlers/query.test.ts',
-  'test/handlers/response-budget.test.ts',
-  'test/transports/parity.test.ts',
   'test/transports/grpc.test.ts',
   'test/transports/mcp.test.ts',
   'test/handlers/round-trips.test.ts',
+  'test/worker/expire.test.ts',
 ];
 
 export default defineConfig({

@@ -14,12 +14,14 @@
  * everything else it measures over the network, as a client would.
  *
  * Flags: --quick | --smoke   size and length of the run
- *        --only a,b          scenarios: floor,put,get,hot,claim,query,history,mcp,grpc
+ *        --only a,b          scenarios: floor,put,get,etcd,hot,claim,query,history,mcp,grpc
+ *                            (etcd: the peer, bench/lib/etcd.mjs; scripts/etcd.sh installs it if missing)
  *        --profile           run the gateway under --cpu-prof and summarise the hottest frames
  *        --trace-gc          run the gateway under --trace-gc; each row gets its GC pauses
  *        --auto-explain MS   (embedded PostgreSQL) log plans of statements slower than MS ms
  *        --gateway-nice=N    renice the gateway process (e.g. =-10) to see how much CPU scheduling matters
  *        --node-defaults     run the gateway with Node's V8 defaults, not the chart's NODE_OPTIONS
+ *        --write-batching on|off   the gateway's --write-batching (default: the gateway's, on)
  *        --out DIR           where the JSON goes (default bench/results)
  */
 import { createHash } from 'node:crypto';
@@ -38,6 +40,7 @@ import {
   summarizeAutoExplain,
 } from './lib/db.mjs';
 import { grpcServerBuilt, mcpServerBuilt, startGateway, writeConfig } from './lib/gateway.mjs';
+import { etcdScenario } from './lib/etcd.mjs';
 import { capturePlans } from './lib/plans.mjs';
 import { detectLock } from './lib/raw.mjs';
 import { installReference, startReference, uninstallReference } from './lib/reference.mjs';
@@ -60,7 +63,7 @@ import { CLASS, HIST_RID, checkpoint, withClient } from './lib/db.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
-const ALL = ['floor', 'put', 'get', 'hot', 'claim', 'query', 'history', 'mcp', 'grpc'];
+const ALL = ['floor', 'put', 'get', 'etcd', 'hot', 'claim', 'query', 'history', 'mcp', 'grpc'];
 
 const MODES = {
   full: {
@@ -121,6 +124,7 @@ async function main() {
       'auto-explain': { type: 'string' },
       'gateway-nice': { type: 'string' },
       'node-defaults': { type: 'boolean' },
+      'write-batching': { type: 'string' },
       out: { type: 'string' },
     },
     strict: true,
@@ -213,6 +217,7 @@ async function main() {
       traceGc: values['trace-gc'],
       nice: values['gateway-nice'],
       nodeDefaults: values['node-defaults'],
+      extraArgs: values['write-batching'] ? ['--write-batching', values['write-batching']] : [],
     });
     cleanups.push(() => gw.stop());
     say(`gateway pid ${gw.pid} at ${gw.url}${gw.grpcPort ? ` (gRPC :${gw.grpcPort})` : ''}`);
@@ -263,7 +268,13 @@ async function main() {
       say('scenario put at 50% of peak');
       rows.push(...(await halfPeakScenario(ctx, peak)));
     }
-    await runOne('get', () => getScenario(ctx));
+    const getRows = await runOne('get', () => getScenario(ctx));
+    // The peer (issue 38): etcd's CAS and get at the top concurrency, right after kslate's and
+    // the reference's put and get rows, whose ratios to it it sets.
+    const topOf = (rs, t) => rs.filter((r) => r.transport === t && r.clients === top).at(-1);
+    await runOne('etcd', () =>
+      etcdScenario(ctx, { putTop: topOf(putRows, 'http'), refPut: topOf(putRows, 'reference'), getTop: topOf(getRows, 'http'), refGet: topOf(getRows, 'reference') }),
+    );
     // The reference idles (its pool closes idle connections after a second) until history.
     const refAside = ctx.ref;
     ctx.ref = null;

@@ -11,8 +11,8 @@ export interface StoredPremise {
   inferred?: boolean;
 }
 
-export interface EntryRow {
-  seq: number;
+/** A value as one write stored it, with who wrote it, on what grounds and when (an entry, a change). */
+export interface WrittenRow {
   value: unknown;
   author: string;
   identity_strength: string | null;
@@ -20,6 +20,10 @@ export interface EntryRow {
   based_on: StoredPremise[] | null;
   invocation: Record<string, unknown> | null;
   created_at: Date;
+}
+
+export interface EntryRow extends WrittenRow {
+  seq: number;
 }
 
 export interface FieldRow {
@@ -134,21 +138,8 @@ export type HistoryMark = 'none' | 'premises' | 'all';
 /** A marked row in HistoryPage.runs. */
 export const HISTORY_MARKED_ROW = /\x1e([^\x1f]*)\x1f/g;
 
-/**
- * A put or append as `Db.writeField` decides and applies it under the record's lock in one
- * round trip (kslate_write, migration 0010): every check left after the gateway's own (STALE,
- * the resolve gate, STALE_PREMISE with fences) is judged there, in the order of the spec.
- */
-export interface WriteRequest {
-  class: string;
-  rid: string;
-  field: string;
-  kind: 'versioned' | 'soft' | 'append';
-  op: 'put' | 'append';
-  /** The new value (put) or entry (append). */
-  value: unknown;
-  author: string;
-  identity_strength: string;
+/** What a put or append (alone or in a transaction) rests on, as the write functions judge it under the lock. */
+export interface WriteGrounds {
   evidence: string | null;
   /** The premises stored with the write (explicit or inferred); null when none. */
   based_on: StoredPremise[] | null;
@@ -161,8 +152,30 @@ export interface WriteRequest {
   premises: readonly StoredPremise[];
   /** The resolve gate: roles that must have saved a checkpoint on the record; null when the write is not gated. */
   requiredCheckpoints: readonly string[] | null;
+}
+
+/**
+ * A put or append as `Db.writeField` decides and applies it under the record's lock in one
+ * round trip (kslate_write, migration 0010): every check left after the gateway's own (STALE,
+ * the resolve gate, STALE_PREMISE with fences) is judged there, in the order of the spec.
+ */
+export interface WriteRequest extends WriteGrounds {
+  class: string;
+  rid: string;
+  field: string;
+  kind: 'versioned' | 'soft' | 'append';
+  op: 'put' | 'append';
+  /** The new value (put) or entry (append). */
+  value: unknown;
+  author: string;
+  identity_strength: string;
   /** Set or extend the record's expiry to this many seconds after the write (issue 37); null leaves it. */
   ttl_seconds?: number | null;
+  /**
+   * The field is relaxed (issue 38, class `durability: relaxed`): the write's transaction
+   * commits without waiting for its WAL flush (synchronous_commit = off). Absent: strict.
+   */
+  relaxed?: boolean;
 }
 
 /** A premise that moved (STALE_PREMISE), as its error body lists it. */
@@ -220,20 +233,13 @@ export interface ClaimResult {
  * claim. A write the gateway did not parse (after the first refused one) carries only what
  * its history row records.
  */
-export interface TransactWrite {
+export interface TransactWrite extends WriteGrounds {
   op: 'put' | 'append' | 'claim';
   field: string;
   kind: 'versioned' | 'soft' | 'append' | 'task' | null;
   /** The value (put) or entry (append), stored as sent; absent for a claim. */
   value?: unknown;
   hasValue: boolean;
-  evidence: string | null;
-  based_on: StoredPremise[] | null;
-  invocation: Record<string, unknown> | null;
-  expectVersion: number | null;
-  expected_version: number | null;
-  premises: readonly StoredPremise[];
-  requiredCheckpoints: readonly string[] | null;
   /** A claim's lease (0 releases). */
   lease_seconds: number | null;
   /** What the write's row keeps when it is refused by the gateway or not applied. */
@@ -257,6 +263,8 @@ export interface TransactRequest {
   stop: { index: number; outcome: string | null } | null;
   /** Sets or extends the record's own expiry when every write applies (issue 37); null/absent: leave it. */
   ttl_seconds?: number | null;
+  /** Every write is of a relaxed field (issue 38): commit without waiting for the WAL flush. Absent: strict. */
+  relaxed?: boolean;
 }
 
 /** What each applied write of a transaction got. */
@@ -270,6 +278,8 @@ export type TransactResult =
       record_version: number;
       created: boolean;
       writes: TransactApplied[];
+      /** The transaction id it ran under, when a keyed replay answers one drawn before (migration 0016). */
+      txn?: string;
       /** The record's own expiry after the transaction set or extended it (`ttl_seconds`); null when it sent none. */
       expires_at: Date | null;
     }
@@ -343,27 +353,52 @@ export interface ConsoleSessions {
   deleteConsoleSession(id: string): Promise<void>;
 }
 
-/** What `kslate_idempotency_take` found for (author, key) (migration 0011). */
-export type IdempotencyTake =
-  | { state: 'fresh' | 'in_use' | 'reused' }
-  | { state: 'replay'; status: number; body: string };
-
-/** An answer to store under (author, key), in the transaction of the write it answers. */
-export interface IdempotencyAnswer {
+/** A write's Idempotency-Key as its keyed statement takes it (migration 0016). */
+export interface IdempotencyKey {
   author: string;
   key: string;
+  /** SHA-256 of the request (operation and input): the same key with another request is refused. */
   digest: string;
-  status: number;
-  body: string;
   ttlSeconds: number;
+  /** The record the write names: where the key lives on Citus. */
+  rid: string;
 }
 
-/** The Db of one open transaction (`Db.transaction`), with the idempotency-key statements. */
-export interface TxDb extends Db {
-  /** Take the key's lock without waiting and read its live answer (migration 0011). */
-  takeIdempotencyKey(author: string, key: string, digest: string): Promise<IdempotencyTake>;
-  storeIdempotencyKey(a: IdempotencyAnswer): Promise<void>;
+/**
+ * One keyed write (handlers/write-once.ts, `Db.keyed`): each write statement of a keyed Db
+ * takes the key, runs the write and stores its result rows under the key, in one statement;
+ * or replays the stored rows. What the statements found is written here.
+ */
+export interface KeyedRun {
+  key: IdempotencyKey;
+  /** A keyed write statement answered (its result is stored, or was stored before). */
+  ran: boolean;
+  /** That answer was the stored one: nothing was written now. */
+  replayed: boolean;
+  /**
+   * The history row of a refusal the gateway decided (`insertRejection` on a keyed Db): it is
+   * written with the refusal's stored answer, by `Db.keepAnswer`.
+   */
+  rejection: HistoryInsert | null;
 }
+
+/**
+ * What a keyed statement answers instead of running its write: the key is taken by another
+ * statement now (`in_use`), holds another request's answer (`reused`), or holds this
+ * request's answer stored as sent (`replay`, with `status` and `body`).
+ */
+export class KeyRefusal extends Error {
+  constructor(
+    readonly state: 'in_use' | 'reused' | 'replay',
+    readonly status: number | null = null,
+    readonly body: string | null = null,
+  ) {
+    super(`idempotency key ${state}`);
+  }
+}
+
+/** The Db of one open transaction (`Db.transaction`: a dry run). */
+export type TxDb = Db;
 
 export interface Db extends ConsoleSessions {
   /**
@@ -371,6 +406,20 @@ export interface Db extends ConsoleSessions {
    * `rollback`: a dry run), rolled back when it throws. Every call of `fn` goes through `tx`.
    */
   transaction<T>(fn: (tx: TxDb) => Promise<T>, opts?: { rollback?: boolean }): Promise<T>;
+  /**
+   * This Db with its write statements keyed by `run.key` (migration 0016): writeField, claim,
+   * transact and saveCheckpoint each run as one statement that takes the key, replays its
+   * stored result rows or runs the write and stores them; they throw KeyRefusal when the key
+   * is in use, reused, or holds an answer stored as sent. `insertRejection` is kept for
+   * `keepAnswer`.
+   */
+  keyed(run: KeyedRun): Db;
+  /**
+   * Store the answer (as sent) of a keyed write refused before its write statement, with
+   * `run.rejection`'s history row, in one statement; throws KeyRefusal when the key is not
+   * free (a replay: the answer stored first).
+   */
+  keepAnswer(run: KeyedRun, status: number, body: string): Promise<void>;
   /** Read a record with the named fields, bounded by `maxBytes` (see ReadRecordOptions). */
   readRecord(cls: string, rid: string, opts: ReadRecordOptions): Promise<RecordRow | null>;
   /**
@@ -484,8 +533,11 @@ export interface RetentionRules {
   spec: string;
 }
 
-/** The purge's walks: every row by age, rejected rows by age, and the (record, field)s written since the last walk. */
-export type RetentionWalk = 'age' | 'rejected' | 'fields';
+/**
+ * The purge's walks: every row by age, rejected rows by age, the (record, field)s written
+ * since the last walk, and the records whose checkpoints were saved since the last walk.
+ */
+export type RetentionWalk = 'age' | 'rejected' | 'fields' | 'checkpoints';
 
 /** A role as the gauge needs it: who belongs (subjects, `ns/*` wildcards included). */
 export interface RoleSubjects {
@@ -569,7 +621,7 @@ export interface LogPosition {
 }
 
 /** One applied change, as the change log and a record's history give it. */
-export interface ChangeRow {
+export interface ChangeRow extends WrittenRow {
   /** Log position; null on a row written before migration 0007 (per-record reads only). */
   tx: string | null;
   /** The history row's id (history `seq`). */
@@ -580,13 +632,6 @@ export interface ChangeRow {
   op: string;
   version: number | null;
   record_version: number;
-  value: unknown;
-  author: string;
-  identity_strength: string | null;
-  evidence: string | null;
-  based_on: StoredPremise[] | null;
-  invocation: Record<string, unknown> | null;
-  created_at: Date;
   /** Size for byte budgets (value, evidence, premises, invocation, overhead). */
   bytes: number;
 }

@@ -4,7 +4,7 @@
  */
 import * as v from 'valibot';
 import { STRENGTHS } from './strength.js';
-import type { ClassManifest, FieldDef, FieldKind, FieldType } from './types.js';
+import type { ClassManifest, ClassSpec, Durability, FieldDef, FieldKind, FieldType } from './types.js';
 
 const CLASS_NAME = /^[a-z][a-z0-9-]{0,62}$/;
 const FIELD_NAME = /^[a-zA-Z_][a-zA-Z0-9_-]{0,62}$/;
@@ -13,6 +13,10 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 const KINDS = ['versioned', 'soft', 'append', 'task'] as const satisfies readonly FieldKind[];
+const DURABILITIES = ['strict', 'relaxed'] as const satisfies readonly Durability[];
+/** The kinds whose writes may be relaxed (issue 38); a versioned or task write is always strict. */
+const RELAXABLE: readonly FieldKind[] = ['soft', 'append'];
+export const DurabilitySchema = v.picklist(DURABILITIES, oneOfList(DURABILITIES));
 const TYPES = ['string', 'integer', 'number', 'boolean', 'object', 'array', 'any'] as const satisfies readonly FieldType[];
 const PROVIDERS = ['apikey', 'k8s-sa', 'oidc'];
 const MAX_LEASE_SECONDS = 86_400;
@@ -69,6 +73,20 @@ const Retention = v.pipe(
     return ms !== null && ms >= MIN_RETENTION_MS && ms <= MAX_RETENTION_MS;
   }, RETENTION_MESSAGE),
 );
+
+function oneOfList(list: readonly string[]): string {
+  return `must be one of ${list.join(', ')}`;
+}
+
+/**
+ * Whether writes of this field may commit without waiting for the WAL flush (issue 38): its
+ * own `durability`, else the class's for soft and append fields; versioned and task fields
+ * are always strict (the schema rejects `relaxed` on them).
+ */
+export function fieldRelaxed(spec: Pick<ClassSpec, 'durability'>, def: Pick<FieldDef, 'kind' | 'durability'>): boolean {
+  if (!RELAXABLE.includes(def.kind)) return false;
+  return (def.durability ?? spec.durability ?? 'strict') === 'relaxed';
+}
 
 /** Whether a JSON value satisfies a field `type` (also used for `enum` values). */
 export function matchesType(value: unknown, type: FieldType): boolean {
@@ -132,7 +150,7 @@ function pathTo(...keys: (string | number)[]): [v.IssuePathItem, ...v.IssuePathI
 
 // ---- schema pieces ----
 
-const oneOf = (list: readonly string[]) => `must be one of ${list.join(', ')}`;
+const oneOf = oneOfList;
 
 /**
  * A mapping with exactly these keys: unknown keys are reported, so a typo such as
@@ -169,10 +187,19 @@ export const FieldSchema = v.pipe(
     leaseSeconds: v.optional(v.pipe(
       v.number(LEASE_MESSAGE), v.integer(LEASE_MESSAGE), v.minValue(1, LEASE_MESSAGE), v.maxValue(MAX_LEASE_SECONDS, LEASE_MESSAGE),
     )),
+    durability: v.optional(DurabilitySchema),
   }),
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed) return;
     const def: FieldDef = dataset.value;
+    if (def.durability === 'relaxed' && !RELAXABLE.includes(def.kind)) {
+      addIssue({
+        message: def.kind === 'versioned'
+          ? 'relaxed is not allowed on versioned fields: a versioned write is never relaxed (a crash could lose an applied compare-and-swap another writer already built on); use strict or make the field soft'
+          : 'relaxed is not allowed on task fields: a claim is never relaxed (a crash could lose a granted lease and grant it twice); use strict',
+        path: pathTo('durability'),
+      });
+    }
     if (def.kind === 'task') {
       const message = 'not allowed on task fields (a task holds a lease, not a value)';
       if (def.type !== undefined) addIssue({ message, path: pathTo('type') });
@@ -248,6 +275,7 @@ const SpecSchema = v.pipe(
     )), null),
     maxTtl: v.optional(Retention),
     history: v.optional(HistorySchema),
+    durability: v.optional(DurabilitySchema),
     fields: v.pipe(
       plain(v.record(nameKey('field'), FieldSchema), 'must be a mapping of field names to field definitions'),
       v.check((fields) => Object.keys(fields).length > 0, 'must define at least one field'),

@@ -15,6 +15,7 @@ export async function getClass(ctx: Ctx, input: { name: string; params?: readonl
       ttl: s.ttl ?? null,
       maxTtl: s.maxTtl ?? null,
       history: s.history ?? {},
+      durability: s.durability ?? 'strict',
       checkpoint: s.checkpoint ?? { sections: [], requiredForResolve: [] },
       idPattern: s.idPattern ?? null,
       minIdentityStrength: s.minIdentityStrength ?? 'shared-secret',

@@ -390,10 +390,21 @@ export function storageFaultError(f: StorageFault): SvcError {
   }
 }
 
+/** UNAVAILABLE errors already logged: a request's error passes several layers (invoke, Caller.run, the transport), each mapping it. */
+const loggedUnavailable = new WeakSet<SvcError>();
+
+/**
+ * Any error as the SvcError a caller is answered. Logs what the operator must see once per
+ * error, however many layers map it: an UNAVAILABLE as a warning, an unknown fault (which
+ * becomes INTERNAL with the request id) as an error with its cause.
+ */
 export function asSvcError(e: unknown, ctx: Pick<Ctx, 'log' | 'requestId'>): SvcError {
   if (e instanceof StorageFault) e = storageFaultError(e);
   if (e instanceof SvcError) {
-    if (e.code === 'UNAVAILABLE') ctx.log.warn(e.message, { request_id: ctx.requestId });
+    if (e.code === 'UNAVAILABLE' && !loggedUnavailable.has(e)) {
+      loggedUnavailable.add(e);
+      ctx.log.warn(e.message, { request_id: ctx.requestId });
+    }
     return e;
   }
   ctx.log.error('internal fault', {

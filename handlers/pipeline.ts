@@ -23,7 +23,7 @@ import { byteLength, KIB, sha256Hex } from './format.js';
 import { strengthAtLeast } from './strength.js';
 import { inferPremises, INFERENCE_WINDOW_SECONDS, recordReads } from './inference.js';
 import type { FieldDef, Strength } from './types.js';
-import { parseRetention } from './class-schema.js';
+import { fieldRelaxed, parseRetention } from './class-schema.js';
 import type { WatchStream } from './watch-feed.js';
 
 /**
@@ -480,6 +480,7 @@ export async function writeField(
     identity_strength: t.ctx.identity.strength,
     based_on: t.basedOn,
     premises: t.premises,
+    relaxed: fieldRelaxed(t.access.cls.spec, t.def),
     ...w,
   });
   switch (r.outcome) {

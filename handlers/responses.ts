@@ -5,7 +5,7 @@
  * key a handler adds without saying so here fails a test. Pure: valibot only.
  */
 import * as v from 'valibot';
-import { CheckpointSchema, FieldSchema, HistorySchema, RoleSchema, StrengthSchema } from './class-schema.js';
+import { CheckpointSchema, DurabilitySchema, FieldSchema, HistorySchema, RoleSchema, StrengthSchema } from './class-schema.js';
 import type { ErrorCode } from './errors.js';
 
 const d = v.description;
@@ -102,6 +102,10 @@ export const classResponse = v.strictObject({
   ttl: v.nullable(v.string()),
   maxTtl: v.pipe(v.nullable(v.string()), d('The longest ttl_seconds a write may give a record; null: up to 3650d.')),
   history: v.pipe(HistorySchema, d('History retention: which rows the sweep purges ({} keeps every row).')),
+  durability: v.pipe(
+    DurabilitySchema,
+    d('The default durability of the class\'s soft and append fields (a field\'s own durability wins; versioned and task fields are always strict). relaxed: a write touching only relaxed fields commits without waiting for its WAL flush, and a database crash may lose the last few hundred ms of such writes.'),
+  ),
   checkpoint: CheckpointSchema,
   idPattern: v.nullable(v.string()),
   minIdentityStrength: StrengthSchema,

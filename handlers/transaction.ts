@@ -20,6 +20,7 @@ import { basedOnSchema, bodyObject, declareNoPremisesSchema, evidenceSchema, inv
 import { claimOp } from './claim.js';
 import type { Ctx } from './context.js';
 import { formatTime } from './format.js';
+import { fieldRelaxed } from './class-schema.js';
 import { SvcError } from './errors.js';
 import { inferPremises, recordReads } from './inference.js';
 import {
@@ -144,6 +145,12 @@ export async function transaction(ctx: Ctx, input: TransactionInput): Promise<Ou
     writes: request,
     stop: stop ? { index: stopAt, outcome: stop.outcome } : null,
     ttl_seconds: recordTtl(top, prepared),
+    // Relaxed only when every write is of a relaxed field: one strict write makes the whole
+    // transaction wait for its WAL flush (issue 38).
+    relaxed: writes.every((w) => {
+      const def = access.cls.spec.fields[w.field];
+      return def !== undefined && fieldRelaxed(access.cls.spec, def);
+    }),
   });
 
   if (r.outcome === 'rejected') {
@@ -168,7 +175,7 @@ export async function transaction(ctx: Ctx, input: TransactionInput): Promise<Ou
     body: {
       record: access.record,
       record_version: r.record_version,
-      transaction: txn,
+      transaction: r.txn ?? txn,
       writes: answers,
       ...(r.expires_at ? { expires_at: formatTime(r.expires_at) } : {}),
     },

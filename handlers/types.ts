@@ -52,8 +52,18 @@ export type FieldKind = 'versioned' | 'soft' | 'append' | 'task';
 export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array' | 'any';
 
 /** A field definition inside a SharedContext `spec.fields` (decisions §1). */
+/**
+ * `durability` (issue 38): `strict` (the default) commits a write only once its WAL is flushed;
+ * `relaxed` lets a write that touches only relaxed fields commit without waiting for the flush
+ * (synchronous_commit = off): a database crash may lose its last few hundred ms of such writes.
+ * Only soft and append fields may be relaxed, never a versioned or task field.
+ */
+export type Durability = 'strict' | 'relaxed';
+
 export interface FieldDef {
   kind: FieldKind;
+  /** Absent: the class's durability for soft and append fields, strict for versioned and task fields. */
+  durability?: Durability;
   type?: FieldType;
   enum?: unknown[];
   requireEvidence?: boolean;
@@ -89,6 +99,8 @@ export interface ClassSpec {
   maxTtl?: string;
   /** Which history rows the sweep purges (issue 37); absent = every row kept. */
   history?: HistoryRetention;
+  /** The default durability of the class's soft and append fields (issue 38); absent = strict. */
+  durability?: Durability;
   fields: Record<string, FieldDef>;
   roles: Record<string, RoleDef>;
   checkpoint?: CheckpointDef;

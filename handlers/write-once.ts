@@ -4,14 +4,20 @@
  * marked `write`), whatever the transport. A transport only reads the key and the dry-run flag
  * off its request into `ctx.writeOptions`.
  *
- * - With a key, the write runs in one database transaction that first takes the key (without
- *   waiting: IDEMPOTENCY_KEY_IN_USE while another request holds it) and reads its stored
- *   answer; a stored answer to the same request (digest of operation, record, field, body) is
- *   replayed and nothing runs; one to another request is IDEMPOTENCY_KEY_REUSED. Otherwise
- *   the write runs on that transaction and its answer, 2xx or 4xx (a rejection is an answer,
- *   its history row written in the same transaction), is stored before the commit: the write
- *   and its key commit or vanish together. A 5xx or a fault rolls back both, so the retry runs
- *   again.
+ * - With a key, the write's one statement is keyed (Db.keyed, migration 0016): in that one
+ *   statement, on the record's node on Citus, it takes the key (without waiting:
+ *   IDEMPOTENCY_KEY_IN_USE while another request holds it) and reads its stored answer; a
+ *   stored answer to the same request (digest of operation and input) is replayed and nothing
+ *   runs; one to another request is IDEMPOTENCY_KEY_REUSED. Otherwise the write runs and its
+ *   result rows (a rejection decided under the lock, STALE and the like, is a result too) are
+ *   stored under the key: the write and its key commit or vanish together. The answer is
+ *   rendered from those rows by the handler, the first time and on every replay alike, so a
+ *   replay is the same answer byte for byte. A refusal decided before the write statement
+ *   (MALFORMED, SCOPE_DENIED, ...) is stored as sent, with its history row, by one statement
+ *   too (Db.keepAnswer). A 5xx or a fault stores nothing, so the retry runs again. The checks
+ *   before the write run again on a retry: one that now fails (the caller lost its role) is
+ *   answered with that refusal's stored answer if the key holds one as sent, and otherwise
+ *   with that refusal; the write is never applied twice.
  * - A dry run runs the write, every check included, on a transaction that is always rolled
  *   back, with metrics that count nothing applied: the answer it would get now, with
  *   `"dry_run": true`, and nothing written (no history row, version, key or metric).
@@ -20,6 +26,7 @@ import type { Ctx, Metrics } from './context.js';
 import { SvcError, type ErrorCode } from './errors.js';
 import { sha256Hex } from './format.js';
 import { jsonOutcome, jsonText, type Outcome } from './pipeline.js';
+import { KeyRefusal, type KeyedRun } from '../db/port.js';
 
 /** What a transport read off a write request besides its input. */
 export type { WriteOptions } from './context.js';
@@ -52,39 +59,89 @@ export async function writeOnce<I>(opName: string, ctx: Ctx, input: I, run: (ctx
 
   const author = ctx.identity.author;
   const digest = await sha256Hex(JSON.stringify([opName, input]));
-  const answer = await ctx.db.transaction(async (tx): Promise<Answer> => {
-    const taken = await tx.takeIdempotencyKey(author, key, digest);
-    switch (taken.state) {
-      case 'in_use':
-        throw new SvcError(
-          'IDEMPOTENCY_KEY_IN_USE',
-          `A request with this idempotency key is still running; retry after ${IN_USE_RETRY_AFTER_SECONDS} s with the same key to get its answer.`,
-          { retry_after: IN_USE_RETRY_AFTER_SECONDS },
-        );
-      case 'reused':
-        throw new SvcError(
-          'IDEMPOTENCY_KEY_REUSED',
-          'This idempotency key was used for a different request (another operation, record, field or body); use a fresh key for a new write.',
-        );
-      case 'replay':
-        return replayed(taken.status, taken.body);
-    }
-    let a: Answer;
-    try {
-      a = { ok: true, out: await run({ ...ctx, db: tx }) };
-    } catch (e) {
-      // A 4xx is the answer (a STALE too); a 5xx or fault rolls back and is not stored.
-      if (!(e instanceof SvcError) || e.status >= 500) throw e;
-      a = { ok: false, err: e };
-    }
+  const id = (input as { id?: unknown }).id;
+  const keyed: KeyedRun = {
+    key: { author, key, digest, ttlSeconds: ctx.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_DEFAULT_SECONDS, rid: typeof id === 'string' ? id : '' },
+    ran: false,
+    replayed: false,
+    rejection: null,
+  };
+  // What the write counts is counted once it is known not to be a replay.
+  const held = heldMetrics(ctx.metrics);
+  let a: Answer;
+  try {
+    a = { ok: true, out: await run({ ...ctx, db: ctx.db.keyed(keyed), metrics: held.metrics }) };
+  } catch (e) {
+    if (e instanceof KeyRefusal) return refused(e);
+    // A 4xx is the answer (a STALE too); a 5xx or fault wrote nothing and is not stored.
+    if (!(e instanceof SvcError) || e.status >= 500) throw e;
+    a = { ok: false, err: e };
+  }
+  if (!keyed.ran) {
+    // Refused before its write statement: the answer as sent, with the refusal's history row.
     const stored = a.ok
       ? { status: a.out.created ? 201 : 200, body: a.out.json !== undefined ? jsonText(a.out.json) : JSON.stringify(a.out.body) }
       : { status: a.err.status, body: JSON.stringify(a.err.body()) };
-    await tx.storeIdempotencyKey({ author, key, digest, ...stored, ttlSeconds: ctx.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_DEFAULT_SECONDS });
-    return a;
-  });
-  if (!answer.ok) throw answer.err;
-  return answer.out;
+    try {
+      await ctx.db.keepAnswer(keyed, stored.status, stored.body);
+    } catch (e) {
+      if (e instanceof KeyRefusal) return refused(e);
+      throw e;
+    }
+  }
+  if (keyed.replayed) {
+    // The stored result rows, rendered as the first time.
+    if (!a.ok) {
+      a.err.replayed = true;
+      throw a.err;
+    }
+    a.out.replayed = true;
+    return a.out;
+  }
+  held.flush();
+  if (!a.ok) throw a.err;
+  return a.out;
+}
+
+/** A keyed statement that did not run its write: IN_USE, REUSED, or the answer stored as sent. */
+function refused(e: KeyRefusal): Outcome {
+  switch (e.state) {
+    case 'in_use':
+      throw new SvcError(
+        'IDEMPOTENCY_KEY_IN_USE',
+        `A request with this idempotency key is still running; retry after ${IN_USE_RETRY_AFTER_SECONDS} s with the same key to get its answer.`,
+        { retry_after: IN_USE_RETRY_AFTER_SECONDS },
+      );
+    case 'reused':
+      throw new SvcError(
+        'IDEMPOTENCY_KEY_REUSED',
+        'This idempotency key was used for a different request (another operation, record, field or body); use a fresh key for a new write.',
+      );
+    case 'replay': {
+      const a = replayed(e.status!, e.body!);
+      if (!a.ok) throw a.err;
+      return a.out;
+    }
+  }
+}
+
+type Counted = Pick<Metrics, 'write' | 'claim' | 'takeover' | 'checkpoint'>;
+
+/** The write's counts, held until `flush` (a replay counts nothing). */
+function heldMetrics(m: Metrics): { metrics: Metrics; flush(): void } {
+  const calls: (() => void)[] = [];
+  const hold: Counted = {
+    write: (...a) => void calls.push(() => m.write(...a)),
+    claim: (...a) => void calls.push(() => m.claim(...a)),
+    takeover: (...a) => void calls.push(() => m.takeover(...a)),
+    checkpoint: (...a) => void calls.push(() => m.checkpoint(...a)),
+  };
+  return {
+    metrics: { ...m, ...hold },
+    flush: () => {
+      for (const c of calls) c();
+    },
+  };
 }
 
 /** The stored answer, as first sent (HTTP sends `json` byte for byte), marked replayed. */

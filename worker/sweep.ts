@@ -310,8 +310,12 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
   return report;
 }
 
-/** The walks of the retention step, in order: the per-field pass first (keepLast, and rows whose keep lapsed), then by age. */
-const RETENTION_WALKS: readonly RetentionWalk[] = ['fields', 'age', 'rejected'];
+/**
+ * The walks of the retention step, in order: the per-field pass first (keepLast, and rows
+ * whose keep lapsed), the records whose checkpoints were re-saved (rows a checkpoint no
+ * longer keeps), then by age.
+ */
+const RETENTION_WALKS: readonly RetentionWalk[] = ['fields', 'checkpoints', 'age', 'rejected'];
 
 /**
  * The retention step's batch sizes (issue 37): a fixed 10,000-row batch that started just

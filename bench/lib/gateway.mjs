@@ -15,7 +15,7 @@ export const tokenOf = (i) => `bench-key-${i}`;
 export const authOf = (i) => `Bearer ${tokenOf(i)}`;
 
 /** Write the classes and keys for `identities` agents (apikey:bench-0 ...). */
-export function writeConfig(identities) {
+export function writeConfig(identities, { extra = [] } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'kslate-bench-gw-'));
   const classesDir = join(dir, 'classes');
   mkdirSync(classesDir);
@@ -37,6 +37,8 @@ export function writeConfig(identities) {
         roles,
       },
     },
+    // Classes of one bench only (bench/durability.mjs); each gets the agents' role.
+    ...extra.map((m) => ({ name: m.name, spec: { ...m.spec, roles } })),
   ];
   writeFileSync(
     join(classesDir, 'bench.yaml'),

@@ -6,7 +6,7 @@ import { p99PairsText, pairsText } from './scenarios.mjs';
 const fmt = (x, d = 2) => (x === null || x === undefined ? '–' : Number(x).toFixed(d));
 const fmtRate = (x) => (x === null || x === undefined ? '–' : x >= 100 ? String(Math.round(x)) : x.toFixed(1));
 
-const VIA = { http: 'HTTP', reference: 'reference gateway', 'reference pre-rendered': 'reference gateway, rows stored rendered', raw: 'raw SQL (pg)', mcp: 'MCP (SDK client)', grpc: 'gRPC (grpc-js client)', 'mcp wire': 'MCP (wire client)', 'grpc wire': 'gRPC (wire client)', 'http open loop': 'HTTP, open loop', 'raw open loop': 'raw SQL, open loop' };
+const VIA = { http: 'HTTP', reference: 'reference gateway', 'reference pre-rendered': 'reference gateway, rows stored rendered', raw: 'raw SQL (pg)', mcp: 'MCP (SDK client)', grpc: 'gRPC (grpc-js client)', 'mcp wire': 'MCP (wire client)', 'grpc wire': 'gRPC (wire client)', 'http open loop': 'HTTP, open loop', 'raw open loop': 'raw SQL, open loop', etcd: 'etcd (HTTP/JSON gateway)' };
 
 /** Targets of the issue, evaluated on this run's rows. */
 export function evaluateTargets(rows, ctx) {
@@ -29,6 +29,16 @@ export function evaluateTargets(rows, ctx) {
     add(`${id}_ref_ratio`, `${id}@${top} HTTP / reference gateway`, r, r?.ratio_ref, '', '≥ 0.60', r?.ratio_ref >= 0.6,
       `${r?.ratio_ref >= 0.8 ? 'stretch 0.80 met' : 'stretch 0.80'}${pairsText(r ?? {})}`);
   }
+  // Issue 38: the peer in the same run, etcd's compare-and-swap (bench/lib/etcd.mjs).
+  const etcdCas = find('put', 'etcd', top);
+  const refPut = find('put', 'reference', top);
+  const refGet = find('get', 'reference', top);
+  add('put_etcd_ratio', `put@${top} HTTP / etcd CAS@${top}`, putHttp, putHttp?.ratio_etcd, '', '≥ 1.00', putHttp?.ratio_etcd >= 1,
+    etcdCas?.unavailable
+      ? `etcd not available: ${etcdCas.reason}`
+      : [refPut?.ratio_etcd !== undefined ? `reference gateway ${refPut.ratio_etcd} of etcd` : null,
+          getHttp?.ratio_etcd !== undefined ? `get@${top} ${getHttp.ratio_etcd} of etcd get (reference ${refGet?.ratio_etcd ?? '–'})` : null]
+          .filter(Boolean).join('; ') || undefined);
   for (const t of ['mcp', 'grpc']) {
     // Issue 15 raised these from 0.70 (issue #5) to 0.90. Read on the wire client's row (a
     // load generator as cheap as autocannon is for HTTP, so the ratio is the gateway's);
@@ -96,18 +106,18 @@ export function renderTable(rows, targets, meta) {
     `gateway V8 flags: ${meta.gatewayV8Flags?.length ? meta.gatewayV8Flags.join(' ') : 'none'} (${meta.gatewayV8FlagsFrom})`,
   );
   lines.push('');
-  lines.push('| scenario | via | clients | throughput | p50 ms | p99 ms | gateway RSS MB | CPU cores gw / pg / loadgen / other | ratio | ratio to reference | target |');
-  lines.push('|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|');
+  lines.push('| scenario | via | clients | throughput | p50 ms | p99 ms | gateway RSS MB | CPU cores gw / pg / loadgen / other | ratio | ratio to reference | ratio to etcd | target |');
+  lines.push('|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|');
   for (const r of rows) {
     if (r.unavailable) {
-      lines.push(`| ${r.scenario} | ${VIA[r.transport] ?? r.transport} | ${r.clients} | not available | | | | | | | ${r.target ?? ''} |`);
+      lines.push(`| ${r.scenario} | ${VIA[r.transport] ?? r.transport} | ${r.clients} | not available${r.reason ? `: ${r.reason}` : ''} | | | | | | | | ${r.target ?? ''} |`);
       continue;
     }
     if (r.failed) {
-      lines.push(`| ${r.scenario} | ${VIA[r.transport] ?? r.transport ?? ''} | ${r.clients ?? ''} | FAILED: ${r.failed} | | | | | | | |`);
+      lines.push(`| ${r.scenario} | ${VIA[r.transport] ?? r.transport ?? ''} | ${r.clients ?? ''} | FAILED: ${r.failed} | | | | | | | | |`);
       continue;
     }
-    const unit = r.scenario.startsWith('floor') ? 'req/s' : r.scenario === 'hot' ? 'cycles/s' : r.transport.startsWith('raw') ? (r.scenario === 'get' ? 'reads/s' : 'tx/s') : r.scenario === 'claim' ? 'ops/s' : 'req/s';
+    const unit = r.transport === 'etcd' ? (r.scenario === 'put' ? 'CAS/s' : 'req/s') : r.scenario.startsWith('floor') ? 'req/s' : r.scenario === 'hot' ? 'cycles/s' : r.transport.startsWith('raw') ? (r.scenario === 'get' ? 'reads/s' : 'tx/s') : r.scenario === 'claim' ? 'ops/s' : 'req/s';
     const cpu = r.cpu ? `${fmt(r.cpu.gateway, 1)} / ${fmt(r.cpu.postgres, 1)} / ${fmt(r.cpu.loadgen, 1)} / ${fmt(r.cpu.other, 1)}` : '';
     let name = r.scenario;
     if (r.scenario === 'hot') name = `hot (read-then-put, 10 records): ${r.applied} applied, ${r.stale} STALE`;
@@ -115,7 +125,7 @@ export function renderTable(rows, targets, meta) {
     if (r.scenario === 'claim') name = `claim churn (${r.claimed} claimed, ${r.held} HELD)`;
     if (r.scenario === 'put p99 at 50% of peak') name = `put at 50% of peak (${r.target_rate} req/s offered)`;
     lines.push(
-      `| ${name} | ${VIA[r.transport] ?? r.transport} | ${r.clients} | ${fmtRate(r.rps)} ${unit} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.transport.startsWith('raw') ? '–' : fmt(r.peakRssMb, 0)} | ${cpu} | ${r.ratio ?? ''} | ${r.ratio_ref ?? ''} | ${r.target ?? ''} |`,
+      `| ${name} | ${VIA[r.transport] ?? r.transport} | ${r.clients} | ${fmtRate(r.rps)} ${unit} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.transport.startsWith('raw') ? '–' : fmt(r.peakRssMb, 0)} | ${cpu} | ${r.ratio ?? ''} | ${r.ratio_ref ?? ''} | ${r.ratio_etcd ?? ''} | ${r.target ?? ''} |`,
     );
   }
   const costRows = rows.filter((r) => r.cpu_ms_per_op && !r.failed && !r.unavailable && /^(floor|put|get)/.test(r.scenario));
@@ -128,7 +138,7 @@ export function renderTable(rows, targets, meta) {
     }
   }
   lines.push('');
-  lines.push('Targets (issues #5 and #15):');
+  lines.push('Targets (issues #5, #15 and #38):');
   for (const t of targets) {
     const v = t.value === null || t.value === undefined ? 'n/a' : `${typeof t.value === 'number' ? Math.round(t.value * 100) / 100 : t.value}${t.unit && t.unit !== '' && t.unit.length < 4 ? ' ' + t.unit : ''}`;
     lines.push(`  ${t.result.padEnd(4)}  ${t.label}: ${v} (target ${t.want})${t.note ? ` — ${t.note}` : ''}`);

@@ -48,6 +48,9 @@ const NOTES: Record<string, string> = {
   'spec.history.keepLast': 'Only the newest keepLast rows of each field of a record are kept (1 to 1000000).',
   'spec.history.rejectedMaxAge': 'Rejected attempts (every outcome but applied) older than this are purged: a duration from 1s to 3650d, '
     + `not longer than maxAge (${WORKER}).`,
+  'spec.durability': 'The default durability of the class\'s soft and append fields (docs/api.md "Durability"): strict (default) or '
+    + 'relaxed — a write touching only relaxed fields commits without waiting for its WAL flush, so a database crash may lose the '
+    + 'last few hundred ms of such writes. Versioned and task fields are always strict; a field\'s own durability wins.',
   'spec.fields': 'Field name → definition; at least one field. Names match ^[a-zA-Z_][a-zA-Z0-9_-]{0,62}$; '
     + `both rules are ${WORKER}.`,
   'spec.fields.*': 'A field definition. type and enum are not allowed on task fields, leaseSeconds only on task fields, and every '
@@ -59,6 +62,8 @@ const NOTES: Record<string, string> = {
   'spec.fields.*.requireEvidence': 'true: every write of this field must carry evidence.',
   'spec.fields.*.minIdentityStrength': 'A floor for this field only (see spec.minIdentityStrength).',
   'spec.fields.*.leaseSeconds': 'Task fields only: the default lease of a claim, in seconds.',
+  'spec.fields.*.durability': 'Soft and append fields: strict or relaxed (see spec.durability); default the class\'s. relaxed is '
+    + `refused on versioned and task fields (${WORKER}).`,
   'spec.roles': `Role name → role. Names match ^[a-zA-Z_][a-zA-Z0-9_-]{0,62}$ (${WORKER}).`,
   'spec.roles.*': 'A role: who has it and which fields it may read and write.',
   'spec.roles.*.subjects': 'Who has the role: apikey:<name>, oidc:<sub>, k8s-sa:<namespace>/<serviceaccount> or k8s-sa:<namespace>/*. '

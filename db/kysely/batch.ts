@@ -1,6 +1,6 @@
 /**
  * Coalesced writes (issue 38 item 1; docs/performance.md "Coalesced writes"): while
- * `lanes` write statements are in flight on the pool, further writes (put, append, claim,
+ * `lanes` write statements (the pool's size) are in flight, further writes (put, append, claim,
  * transactions) queue; when one returns, the queue goes as one statement,
  * kslate_write_batch (migration 0020), in one transaction with one commit, each write with
  * its own outcome. No timer: a write that finds a lane free goes at once, as its own single
@@ -32,8 +32,13 @@ import type { Conn, Statements } from './conn.js';
 
 /** At most this many writes go in one batch statement (a longer queue goes as several). */
 export const WRITE_BATCH_MAX = 64;
-/** Write statements in flight at once before writes queue for a batch. */
-export const WRITE_BATCH_LANES = 2;
+/**
+ * Write statements in flight at once before writes queue for a batch, by default: the
+ * gateway passes its pool size (--db-pool-size), so writes queue in the batcher only when
+ * they would otherwise queue for a connection, and a record held locked stalls no more
+ * writes than it would unbatched.
+ */
+export const WRITE_BATCH_LANES = 10;
 
 /**
  * The single statements a batch carries, by their exact text (writes.ts WRITE, CLAIM,
@@ -177,6 +182,8 @@ export class WriteBatcher {
           });
         },
         named: (name, values, build) => this.conn.named(name, values, build),
+        simple: (text) => this.conn.simple(text),
+        citus: () => this.conn.citus(),
       };
       // The write functions send their one statement before their first await: captured now.
       it.fn(s).then(async (value) => {

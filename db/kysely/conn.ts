@@ -40,6 +40,11 @@ export class Conn {
     return runNamed<R>(this.pool, name, text, [...values]);
   }
 
+  /** A simple-protocol query of several statements (no parameters): the rows of its SELECT. */
+  async simple<R>(text: string): Promise<R[]> {
+    return selectRows<R>(await this.pool.query(text));
+  }
+
   /**
    * Whether the database has the citus extension (its tables then distributed by migration
    * 0014): asked once. For the few statements whose best plain-PostgreSQL shape Citus cannot
@@ -99,6 +104,8 @@ export class Conn {
           : (client.query({ name, text, values: [...values] }) as unknown as Promise<{ rows: R[] }>),
       named: <R>(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>) =>
         on.exec<R>(name, this.compiled(name, values, build), values),
+      citus: () => this.citus(),
+      simple: async <R>(text: string) => selectRows<R>(await client.query(text)),
     };
     try {
       const value = await fn(on);
@@ -129,6 +136,21 @@ export class Conn {
 export interface Statements {
   exec<R>(name: string, text: string, values: readonly unknown[]): Promise<{ rows: R[] }>;
   named<R>(name: string, values: readonly unknown[], build: () => RawBuilder<unknown>): Promise<{ rows: R[] }>;
+  /** Whether the database is distributed by Citus (Conn.citus). */
+  citus(): Promise<boolean>;
+  /**
+   * Several statements in one simple-protocol message, one round trip (the keyed writes:
+   * `begin; select ...; commit`, idempotency.ts): the rows of its SELECT. A statement that
+   * fails leaves the connection in an aborted transaction: the pool then drops it, as it drops
+   * any connection a statement failed on.
+   */
+  simple<R>(text: string): Promise<R[]>;
+}
+
+/** The rows of the SELECT among a multi-statement query's results. */
+function selectRows<R>(res: unknown): R[] {
+  const all = (Array.isArray(res) ? res : [res]) as { command: string; rows: R[] }[];
+  return all.find((r) => r.command === 'SELECT')?.rows ?? [];
 }
 
 /** The WAL insert position: after every record inserted so far, this session's commit records included. */

@@ -23,7 +23,7 @@ import type {
   Db,
   DbSession,
   HistoryInsert,
-  IdempotencyAnswer,
+  KeyedRun,
   TxDb,
   HistoryMark,
   LogPosition,
@@ -44,6 +44,7 @@ import * as history from './history.js';
 import * as idempotency from './idempotency.js';
 import * as query from './query.js';
 import * as readSets from './read-sets.js';
+import { purgeCheckpointedBatch } from './retention.js';
 import * as record from './record.js';
 import * as sessions from './sessions.js';
 import * as sweep from './sweep.js';
@@ -72,6 +73,8 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
   private router: ReadRouter<PgDb> | null = null;
   /** Set on a session only (session()). */
   private readonly req: RequestState | null = null;
+  /** Set on a keyed view only (keyed()): its write statements take this key (migration 0016). */
+  private readonly keyRun: KeyedRun | null = null;
   /**
    * Whether a session's writes read their WAL position (one more round trip each): 'auto'
    * reads it when standbys are given (useReplicas), the only case where this gateway's own
@@ -289,12 +292,15 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
     return out;
   }
 
-  takeIdempotencyKey(author: string, key: string, digest: string) {
-    return this.guard(() => idempotency.takeIdempotencyKey(this.conn, author, key, digest));
+  /** db/port.ts Db.keyed: this Db (a session's too) with its write statements keyed. */
+  keyed(run: KeyedRun): PgDb {
+    const s = Object.create(this) as PgDb;
+    Object.defineProperty(s, 'keyRun', { value: run });
+    return s;
   }
 
-  storeIdempotencyKey(a: IdempotencyAnswer) {
-    return this.guard(() => idempotency.storeIdempotencyKey(this.conn, a));
+  keepAnswer(run: KeyedRun, status: number, body: string) {
+    return this.write((s) => idempotency.keepAnswer(s, run, status, body));
   }
 
   purgeIdempotencyKeys(limit: number) {
@@ -308,22 +314,34 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
   // ---- writes --------------------------------------------------------------------------
 
   writeField(w: WriteRequest) {
-    return this.write((s) => writes.writeField(s, w), true);
+    const k = this.keyRun;
+    // A keyed write is its own statement (never coalesced): its key is taken in it.
+    return this.write((s) => (k ? idempotency.writeFieldKeyed(s, k, w) : writes.writeField(s, w)), !k);
   }
 
   claim(c: ClaimWrite) {
-    return this.write((s) => writes.claim(s, c), true);
+    const k = this.keyRun;
+    return this.write((s) => (k ? idempotency.claimKeyed(s, k, c) : writes.claim(s, c)), !k);
   }
 
   transact(t: TransactRequest) {
-    return this.write((s) => writes.transact(s, t), true);
+    const k = this.keyRun;
+    return this.write((s) => (k ? idempotency.transactKeyed(s, k, t) : writes.transact(s, t)), !k);
   }
 
   saveCheckpoint(cls: string, rid: string, role: string, document: Record<string, unknown>, author: string) {
-    return this.write((s) => writes.saveCheckpoint(s, cls, rid, role, document, author));
+    const k = this.keyRun;
+    return this.write((s) =>
+      k ? idempotency.saveCheckpointKeyed(s, k, cls, rid, role, document, author) : writes.saveCheckpoint(s, cls, rid, role, document, author),
+    );
   }
 
   insertRejection(row: HistoryInsert) {
+    // Keyed: written with the refusal's stored answer, in its one statement (keepAnswer).
+    if (this.keyRun) {
+      this.keyRun.rejection = row;
+      return Promise.resolve();
+    }
     return this.guard(() => writes.insertRejection(this.kysely, row));
   }
 
@@ -386,15 +404,15 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
   }
 
   expireRecords(cls: string, ttlSeconds: number, limit: number) {
-    return this.guard(() => sweep.expireRecords(this.kysely, cls, ttlSeconds, limit));
+    return this.guard(async () => sweep.expireRecords(this.kysely, cls, ttlSeconds, limit, await this.conn.citus()));
   }
 
   expireDueRecords(limit: number) {
-    return this.guard(() => sweep.expireRecords(this.kysely, '', null, limit));
+    return this.guard(async () => sweep.expireRecords(this.kysely, '', null, limit, await this.conn.citus()));
   }
 
   purgeExpired(limit: number) {
-    return this.guard(() => sweep.purgeExpired(this.kysely, limit));
+    return this.guard(async () => sweep.purgeExpired(this.kysely, limit, await this.conn.citus()));
   }
 
   historyTruncation(cls: string, rid: string) {
@@ -402,15 +420,19 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
   }
 
   purgeHistory(cls: string, walk: RetentionWalk, rules: RetentionRules, limit: number) {
-    return this.guard(() => sweep.purgeHistoryBatch(this.kysely, cls, walk, rules, limit));
+    return this.guard(() =>
+      walk === 'checkpoints'
+        ? purgeCheckpointedBatch(this.kysely, cls, rules, limit)
+        : sweep.purgeHistoryBatch(this.kysely, cls, walk, rules, limit),
+    );
   }
 
   flagLapsedLeases(limit: number) {
-    return this.guard(() => sweep.flagLapsedLeases(this.kysely, limit));
+    return this.guard(async () => sweep.flagLapsedLeases(this.kysely, limit, await this.conn.citus()));
   }
 
   gauges(classList: string[], roles: RoleSubjects[]) {
-    return this.guard(() => sweep.gauges(this.kysely, classList, roles));
+    return this.guard(async () => sweep.gauges(this.kysely, classList, roles, await this.conn.citus()));
   }
 
   // ---- the web console's sessions (migration 0009) --------------------------------------

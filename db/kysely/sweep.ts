@@ -43,7 +43,37 @@ export async function releaseLease(db: Kysely<Database>, name: string, holder: s
   await db.deleteFrom('sweep_lease').where('name', '=', name).where('holder', '=', holder).execute();
 }
 
-export async function expireRecords(db: Kysely<Database>, cls: string, ttlSeconds: number | null, limit: number): Promise<number> {
+/** Whether `db` is on Citus, asked once per Kysely instance (PgDb passes what its pool knows). */
+const citusOf = new WeakMap<object, Promise<boolean>>();
+export function isCitus(db: Kysely<Database>): Promise<boolean> {
+  let p = citusOf.get(db);
+  if (!p) {
+    p = sql<{ c: boolean }>`select exists (select 1 from pg_extension where extname = 'citus') as c`
+      .execute(db)
+      .then((r) => r.rows[0]?.c === true);
+    citusOf.set(db, p);
+    p.catch(() => citusOf.delete(db));
+  }
+  return p;
+}
+
+/**
+ * On Citus (migration 0014) the sweep's batch statements are refused: `FOR UPDATE` across
+ * shards, and a function of a shard's row called from a statement over many shards. There
+ * the batch's candidates are found without a lock, grouped by shard, and each group handled
+ * by a function of migration 0017 called alone, so Citus delegates it to the shard's node,
+ * where it re-checks, locks (SKIP LOCKED) and changes each record as the batch statement does
+ * here. A batch costs one call per shard it touches; the sweep's budget bounds the step
+ * between batches as on plain PostgreSQL.
+ */
+export async function expireRecords(
+  db: Kysely<Database>,
+  cls: string,
+  ttlSeconds: number | null,
+  limit: number,
+  citus?: boolean,
+): Promise<number> {
+  if (citus ?? (await isCitus(db))) return expireRecordsEach(db, cls, ttlSeconds, limit);
   // One statement, so one transaction: a record is either wholly live or wholly gone to
   // every reader. SKIP LOCKED passes over a record a writer holds (its write renews it);
   // a record renewed after this statement's snapshot is re-checked under the lock
@@ -76,13 +106,47 @@ export async function expireRecords(db: Kysely<Database>, cls: string, ttlSecond
   return res.rows[0]?.n ?? 0;
 }
 
+/** Rows grouped by their shard (`shard`), in first-seen order: one delegated call each. */
+function byShard<T extends { shard: string }>(rows: T[]): T[][] {
+  const groups = new Map<string, T[]>();
+  for (const r of rows) {
+    const g = groups.get(r.shard);
+    if (g) g.push(r);
+    else groups.set(r.shard, [r]);
+  }
+  return [...groups.values()];
+}
+
+/** expireRecords on Citus: the due records found without a lock, then expired on their nodes, one call per shard. */
+async function expireRecordsEach(db: Kysely<Database>, cls: string, ttlSeconds: number | null, limit: number): Promise<number> {
+  const due =
+    ttlSeconds === null
+      ? sql`r.expires_at <= now()`
+      : sql`r.class = ${cls} and r.expires_at is null and r.last_write_at < now() - make_interval(secs => ${ttlSeconds})`;
+  const order = ttlSeconds === null ? sql`r.expires_at` : sql`r.last_write_at`;
+  const cand = await sql<{ rid: string; id: number; shard: string }>`
+    select r.rid, r.id, get_shard_id_for_distribution_column('records', r.rid)::text as shard
+    from records r where ${due} order by ${order} limit ${limit}`.execute(db);
+  let n = 0;
+  for (const g of byShard(cand.rows)) {
+    const rids = g.map((r) => r.rid);
+    const res = await sql<{ n: number }>`
+      select kslate_expire_records(${rids[0]}, ${rids}::text[], ${g.map((r) => r.id)}::bigint[], ${cls},
+                                   ${ttlSeconds}::double precision) as n`.execute(db);
+    n += res.rows[0]?.n ?? 0;
+  }
+  return n;
+}
+
 /** The queue is worked oldest expiry first, this many records at a time. */
 const PURGE_WINDOW = 1000;
 
 export async function purgeExpired(
   db: Kysely<Database>,
   limit: number,
+  citus?: boolean,
 ): Promise<{ historyRows: number; entries: number; finished: number; more: boolean }> {
+  if (citus ?? (await isCitus(db))) return purgeExpiredEach(db, limit);
   const chunk = await sql<{ h: number; e: number }>`
     with q as (
       select record_id, class, rid, max_history_id from expired_records order by record_id limit ${PURGE_WINDOW}
@@ -119,10 +183,49 @@ export async function purgeExpired(
   return { historyRows: h, entries: e, finished: fin.n, more: fin.left };
 }
 
-export async function flagLapsedLeases(db: Kysely<Database>, limit: number): Promise<number> {
-  // SKIP LOCKED: a field being claimed or renewed right now is that writer's to decide. An
-  // owner whose lease_expires_at <= now() is `not kslate_lease_held(...)` (migration 0010)
-  // written out, so that fields_lease_due (lease_expires_at, owner set, not lapsed) drives it.
+/** purgeExpired on Citus: queued records' rows purged on their nodes, one call per shard, up to `limit` rows in all. */
+async function purgeExpiredEach(db: Kysely<Database>, limit: number): Promise<{ historyRows: number; entries: number; finished: number; more: boolean }> {
+  const q = await sql<{ rid: string; record_id: number; shard: string }>`
+    select rid, record_id, get_shard_id_for_distribution_column('records', rid)::text as shard
+    from expired_records order by record_id limit ${PURGE_WINDOW}`.execute(db);
+  let historyRows = 0;
+  let entries = 0;
+  let finished = 0;
+  for (const g of byShard(q.rows)) {
+    const left = limit - Math.max(historyRows, entries);
+    if (left <= 0) break;
+    const rids = g.map((x) => x.rid);
+    const res = await sql<{ history_rows: number; entries: number; finished: number }>`
+      select * from kslate_purge_expired_records(${rids[0]}, ${rids}::text[], ${g.map((x) => x.record_id)}::bigint[],
+                                                 ${left}::integer)`.execute(db);
+    const r = res.rows[0];
+    if (!r) continue;
+    historyRows += r.history_rows;
+    entries += r.entries;
+    finished += r.finished;
+  }
+  // A full window may have more queued behind it.
+  return { historyRows, entries, finished, more: q.rows.length > finished || q.rows.length === PURGE_WINDOW };
+}
+
+export async function flagLapsedLeases(db: Kysely<Database>, limit: number, citus?: boolean): Promise<number> {
+  if (citus ?? (await isCitus(db))) {
+    // On Citus (see expireRecords): the due fields without a lock, then flagged on their nodes, one call per shard.
+    const due = await sql<{ rid: string; record_id: number; name: string; shard: string }>`
+      select rid, record_id, name, get_shard_id_for_distribution_column('records', rid)::text as shard from fields
+      where owner is not null and not lease_lapsed and lease_expires_at <= now()
+      order by lease_expires_at
+      limit ${limit}`.execute(db);
+    let n = 0;
+    for (const g of byShard(due.rows)) {
+      const rids = g.map((f) => f.rid);
+      const res = await sql<{ n: number }>`
+        select kslate_flag_lapsed_leases(${rids[0]}, ${rids}::text[], ${g.map((f) => f.record_id)}::bigint[],
+                                         ${g.map((f) => f.name)}::text[]) as n`.execute(db);
+      n += res.rows[0]?.n ?? 0;
+    }
+    return n;
+  }
   const res = await sql<{ n: number }>`
     with due as (
       select record_id, name from fields
@@ -154,7 +257,7 @@ export function authorIn(subjects: string[], author: RawBuilder<unknown>): RawBu
   return sql`(${sql.join(parts, sql` or `)})`;
 }
 
-export async function gauges(db: Kysely<Database>, classes: string[], roles: RoleSubjects[]): Promise<WorkerGauges> {
+export async function gauges(db: Kysely<Database>, classes: string[], roles: RoleSubjects[], citus = false): Promise<WorkerGauges> {
   const records = new Map<string, number>(classes.map((c) => [c, 0]));
   const historyRows = new Map<string, number>(classes.map((c) => [c, 0]));
   const rec = await sql<{ class: string; n: number }>`
@@ -182,9 +285,23 @@ export async function gauges(db: Kysely<Database>, classes: string[], roles: Rol
           and ${notPurged(sql`rec.class`, sql`rec.rid`, sql`h.id`)})`.execute(db);
     roleWroteNothing.set(`${r.class}/${r.role}`, res.rows[0]?.n ?? 0);
   }
-  return { records, historyRows, leasesLapsed: lapsed.rows[0]?.n ?? 0, roleWroteNothing, oldestHistory: await oldestHistory(db, classes) };
+  return { records, historyRows, leasesLapsed: lapsed.rows[0]?.n ?? 0, roleWroteNothing, oldestHistory: await oldestHistory(db, classes, citus) };
 }
 
+
+/**
+ * The end of a purge statement, after its `del` step: each record's purged boundary recorded
+ * (`history_purged`, what readers see), then how many rows `scanned` (the statement's scan
+ * step) read, how many were deleted, and the last row read (where the walk resumes).
+ */
+const purgeEnd = (cls: string, scanned: 'cand' | 'scan') => sql`mark as (
+        insert into history_purged as p (class, rid, before, before_id)
+        select ${cls}, rid, max(created_at), max(id) from del group by rid
+        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
+                                               before_id = greatest(p.before_id, excluded.before_id)
+      ), last as (select created_at, id from ${sql.raw(scanned)} order by created_at desc, id desc limit 1)
+      select (select count(*) from ${sql.raw(scanned)})::int as scanned, (select count(*) from del)::int as purged,
+             (select created_at::text from last) as last_at, (select id from last) as last_id`;
 
 /**
  * One bounded batch of a class's history retention (migration 0013): reads at most `limit`
@@ -202,7 +319,7 @@ export async function purgeHistoryBatch(
   // Times travel as text: a JS Date would drop the microseconds and the walk would read rows twice.
   // On Citus (history_retention a reference table, migration 0018) RETURNING may not cast a
   // time to text (not IMMUTABLE): the cursor is read back by a second statement there.
-  const citus = await onCitus(db);
+  const citus = await isCitus(db);
   const upsert = sql`
     insert into history_retention as t (class, rule, spec) values (${cls}, ${walk}, ${r.spec})
     on conflict (class, rule) do update set
@@ -233,14 +350,7 @@ export async function purgeHistoryBatch(
       ), del as (
         delete from history h using cand c where h.id = c.id and not kslate_history_kept(h)
         returning h.id, h.rid, h.created_at
-      ), mark as (
-        insert into history_purged as p (class, rid, before, before_id)
-        select ${cls}, rid, max(created_at), max(id) from del group by rid
-        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
-                                               before_id = greatest(p.before_id, excluded.before_id)
-      ), last as (select created_at, id from cand order by created_at desc, id desc limit 1)
-      select (select count(*) from cand)::int as scanned, (select count(*) from del)::int as purged,
-             (select created_at::text from last) as last_at, (select id from last) as last_id`.execute(db);
+      ), ${purgeEnd(cls, 'cand')}`.execute(db);
   } else {
     const beyond = r.keepLast === null ? sql`false` : sql`h.id < coalesce((
         select k.id from history k where k.class = ${cls} and k.rid = p.rid and k.field = p.field
@@ -267,14 +377,7 @@ export async function purgeHistoryBatch(
         limit ${limit}
       ), del as (
         delete from history h where h.id in (select id from doomed) returning h.id, h.rid, h.created_at
-      ), mark as (
-        insert into history_purged as p (class, rid, before, before_id)
-        select ${cls}, rid, max(created_at), max(id) from del group by rid
-        on conflict (class, rid) do update set before = greatest(p.before, excluded.before),
-                                               before_id = greatest(p.before_id, excluded.before_id)
-      ), last as (select created_at, id from scan order by created_at desc, id desc limit 1)
-      select (select count(*) from scan)::int as scanned, (select count(*) from del)::int as purged,
-             (select created_at::text from last) as last_at, (select id from last) as last_id`.execute(db);
+      ), ${purgeEnd(cls, 'scan')}`.execute(db);
   }
   const row = res.rows[0]!;
   // The per-field walk stays where it is while a batch deletes its whole limit (the same
@@ -287,27 +390,13 @@ export async function purgeHistoryBatch(
   return { purged: row.purged, scanned: row.scanned, more: row.scanned >= limit || stay };
 }
 
-/** Whether the database is distributed by Citus (migration 0014), asked once per Kysely. */
-const citusOf = new WeakMap<Kysely<Database>, Promise<boolean>>();
-function onCitus(db: Kysely<Database>): Promise<boolean> {
-  let p = citusOf.get(db);
-  if (!p) {
-    p = sql<{ c: boolean }>`select exists (select 1 from pg_extension where extname = 'citus') as c`
-      .execute(db)
-      .then((r) => r.rows[0]?.c === true);
-    p.catch(() => citusOf.delete(db));
-    citusOf.set(db, p);
-  }
-  return p;
-}
-
 /**
  * One batch of purgeHistoryBatch on Citus (migration 0018): the walk's rows are read across
  * shards without locks (Citus refuses FOR UPDATE across shards), then each record's purge is
  * one kslate_purge_history call, delegated to the record's node, which judges
  * kslate_history_kept there under the record's lock and moves its history_purged boundary.
  */
-async function purgeByRecord(
+export async function purgeByRecord(
   db: Kysely<Database>,
   cls: string,
   walk: RetentionWalk,
@@ -332,6 +421,18 @@ async function purgeByRecord(
       where h.class = ${cls} and ${after}
       order by h.created_at, h.id
       limit ${limit}`.execute(db)).rows;
+  } else if (walk === 'checkpoints') {
+    // The records whose checkpoints were saved since the cursor: every field of each
+    // (retention.ts purgeCheckpointedBatch routes here on Citus).
+    rows = (await sql<{ rid: string; field: string; id: number; at: string }>`
+      select s.rid, f.name as field, s.record_id as id, s.saved_at::text as at from (
+        select c.rid, c.record_id, c.saved_at from checkpoints c
+        join records rec on rec.rid = c.rid and rec.id = c.record_id
+        where rec.class = ${cls} and ${after}
+        order by c.saved_at, c.record_id
+        limit ${limit}) s
+      join fields f on f.rid = s.rid and f.record_id = s.record_id
+      order by s.saved_at, s.record_id`.execute(db)).rows;
   } else {
     // A walk added later needs its Citus shape here (this fails to compile until it has one).
     const unknown: never = walk;
@@ -361,8 +462,13 @@ async function purgeByRecord(
 }
 
 /** The oldest retained history row per class (the `kslate_history_oldest_row_age_seconds` gauge): one index probe each. */
-export async function oldestHistory(db: Kysely<Database>, classes: string[]): Promise<Map<string, Date>> {
-  const res = await sql<{ class: string; at: Date | null }>`
+export async function oldestHistory(db: Kysely<Database>, classes: string[], citus = false): Promise<Map<string, Date>> {
+  // Citus takes no correlated subquery beside unnest: there, one grouped statement every shard
+  // answers from its history_class_age.
+  const res = citus
+    ? await sql<{ class: string; at: Date | null }>`
+    select h.class, min(h.created_at) as at from history h where h.class = any(${classes}::text[]) group by h.class`.execute(db)
+    : await sql<{ class: string; at: Date | null }>`
     select c as class, (select min(h.created_at) from history h where h.class = c) as at
     from unnest(${classes}::text[]) as c`.execute(db);
   return new Map(res.rows.filter((r) => r.at !== null).map((r) => [r.class, r.at!]));

@@ -15,6 +15,33 @@ export const WRITE = {
   text: 'select outcome, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, expires_ms from kslate_write($1, $2, $3, $4, $5, $6, $7::jsonb, $8::text[], $9, $10, $11, $12, $13, $14, $15, $16::integer)',
 };
 
+/**
+ * Relaxed durability (issue 38): the same statement, which also sets synchronous_commit off
+ * for its own transaction (set_config(..., true) = SET LOCAL). The setting is read when the
+ * transaction commits, so it covers the whole write, and it costs no round trip: the write
+ * then commits without waiting for its WAL to reach the disk. Only writes of relaxed fields
+ * (soft and append fields of a class or field with `durability: relaxed`) are sent this way.
+ */
+export function relaxedStatement(st: { name: string; text: string }): { name: string; text: string } {
+  const from = st.text.indexOf(' from ');
+  if (!st.text.startsWith('select ') || from < 0) throw new Error(`relaxedStatement: not a select ... from: ${st.text}`);
+  return {
+    name: `${st.name}_relaxed`,
+    text: `${st.text.slice(0, from)}, set_config('synchronous_commit', 'off', true) as relaxed${st.text.slice(from)}`,
+  };
+}
+
+export const WRITE_RELAXED = relaxedStatement(WRITE);
+
+/**
+ * Relaxed writes are strict on Citus (not yet relaxed there): the write commits on the worker
+ * holding the record, which the coordinator's SET LOCAL does not reach, and a statement that is
+ * more than the function call may not be delegated in one hop (docs/scale-out.md).
+ */
+async function relaxable(c: Statements): Promise<boolean> {
+  return !(await c.citus());
+}
+
 /** The claim of migrations 0006 and 0010, named. */
 export const CLAIM = {
   name: 'kslate_claim',
@@ -22,7 +49,14 @@ export const CLAIM = {
 };
 
 export async function writeField(c: Statements, w: WriteRequest): Promise<WriteResult> {
-  const res = await c.exec<WriteRow>(WRITE.name, WRITE.text, [
+  const st = w.relaxed === true && (await relaxable(c)) ? WRITE_RELAXED : WRITE;
+  const res = await c.exec<WriteRow>(st.name, st.text, writeValues(w));
+  return writeResult(res.rows[0]);
+}
+
+/** kslate_write's arguments (also its keyed variant's first ones: idempotency.ts). */
+export function writeValues(w: WriteRequest): unknown[] {
+  return [
     w.class,
     w.rid,
     w.field,
@@ -39,12 +73,11 @@ export async function writeField(c: Statements, w: WriteRequest): Promise<WriteR
     j(w.invocation),
     w.expected_version,
     w.ttl_seconds ?? null,
-  ]);
-  return writeResult(res.rows[0]);
+  ];
 }
 
 /** A row of kslate_write (WRITE). */
-interface WriteRow {
+export interface WriteRow {
   outcome: 'applied' | 'stale' | 'stale_premise' | 'invalid_checkpoint';
   version: number;
   record_version: number | null;
@@ -60,7 +93,7 @@ interface WriteRow {
   expires_ms: number | null;
 }
 
-function writeResult(r: WriteRow): WriteResult {
+export function writeResult(r: WriteRow): WriteResult {
   switch (r.outcome) {
     case 'applied':
       if (r.record_version === null) throw new Error('kslate_write applied a write without a record version');
@@ -99,7 +132,7 @@ function writeResult(r: WriteRow): WriteResult {
 }
 
 /** A row of kslate_claim (CLAIM). */
-interface ClaimRow {
+export interface ClaimRow {
   outcome: ClaimResult['outcome'];
   version: number;
   record_version: number | null;
@@ -110,8 +143,17 @@ interface ClaimRow {
 }
 
 export async function claim(c: Statements, w: ClaimWrite): Promise<ClaimResult> {
-  const res = await c.exec<ClaimRow>(CLAIM.name, CLAIM.text, [w.class, w.rid, w.field, w.author, w.identity_strength, w.lease_seconds, j(w.invocation)]);
-  const { lease_expires_ms, ...r } = res.rows[0];
+  const res = await c.exec<ClaimRow>(CLAIM.name, CLAIM.text, claimValues(w));
+  return claimResult(res.rows[0]);
+}
+
+/** kslate_claim's arguments (also its keyed variant's first ones). */
+export function claimValues(w: ClaimWrite): unknown[] {
+  return [w.class, w.rid, w.field, w.author, w.identity_strength, w.lease_seconds, j(w.invocation)];
+}
+
+export function claimResult(row: ClaimRow): ClaimResult {
+  const { lease_expires_ms, ...r } = row;
   return { ...r, lease_expires_at: lease_expires_ms === null ? null : new Date(lease_expires_ms) };
 }
 
@@ -155,8 +197,11 @@ export const TRANSACT = {
     'from kslate_transact($1, $2, $3::uuid, $4, $5, $6::jsonb, $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::integer, $15, $16::integer)',
 };
 
+/** A transaction whose every write is of a relaxed field (issue 38; see WRITE_RELAXED). */
+export const TRANSACT_RELAXED = relaxedStatement(TRANSACT);
+
 /** A row of kslate_transact (TRANSACT): one per applied write, or the one rejection. */
-interface TransactRow extends Omit<WriteRow, 'outcome'> {
+export interface TransactRow extends Omit<WriteRow, 'outcome'> {
   outcome: WriteRow['outcome'] | ClaimResult['outcome'] | 'stop';
   idx: number;
   owner: string | null;
@@ -165,8 +210,15 @@ interface TransactRow extends Omit<WriteRow, 'outcome'> {
 }
 
 export async function transact(c: Statements, t: TransactRequest): Promise<TransactResult> {
+  const st = t.relaxed === true && (await relaxable(c)) ? TRANSACT_RELAXED : TRANSACT;
+  const res = await c.exec<TransactRow>(st.name, st.text, transactValues(t));
+  return transactResult(t, res.rows);
+}
+
+/** kslate_transact's arguments (also its keyed variant's first ones). */
+export function transactValues(t: TransactRequest): unknown[] {
   const ws = t.writes;
-  const res = await c.exec<TransactRow>(TRANSACT.name, TRANSACT.text, [
+  return [
     t.class,
     t.rid,
     t.txn,
@@ -194,8 +246,12 @@ export async function transact(c: Statements, t: TransactRequest): Promise<Trans
     t.stop?.index ?? null,
     t.stop?.outcome ?? null,
     t.ttl_seconds ?? null,
-  ]);
-  const rows = res.rows;
+  ];
+}
+
+/** The rows of kslate_transact as its result. */
+export function transactResult(t: TransactRequest, rows: TransactRow[]): TransactResult {
+  const ws = t.writes;
   const first = rows[0];
   if (!first) throw new Error('kslate_transact answered no row');
   switch (first.outcome) {

@@ -12,7 +12,7 @@ import { freshDatabase, type TestDb } from '../setup/db.js';
 import { ROOT } from '../setup/build.js';
 import { cleanEnv, ensureBuilt, run } from '../setup/cli.js';
 
-const SCENARIOS = ['floor', 'put', 'get', 'hot', 'claim', 'query', 'history', 'mcp', 'grpc'];
+const SCENARIOS = ['floor', 'put', 'get', 'etcd', 'hot', 'claim', 'query', 'history', 'mcp', 'grpc'];
 
 let db: TestDb | undefined;
 let out: string | undefined;
@@ -48,6 +48,11 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
       p99?: number;
       p99_pairs?: { http: number; raw: number }[];
       same_page?: boolean;
+      clients?: number;
+      ratio_etcd?: number;
+      unavailable?: boolean;
+      reason?: string;
+      etcd_runs?: number[];
     }[];
     targets: { id: string; value: unknown }[];
   };
@@ -103,5 +108,29 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
     expect(row?.same_page, `history via ${t}: the same page as the gateway`).toBe(true);
   }
   expect(result.rows.find((x) => x.scenario === 'history' && x.transport === 'http')?.ratio_ref).toBeGreaterThan(0);
+  // The peer (issue 38): etcd's CAS and get at the top concurrency, with kslate's and the
+  // reference's ratios to them; or, where etcd cannot be installed (scripts/etcd.sh), the
+  // reason printed and both rows marked not available.
+  const top = Math.max(...result.rows.filter((x) => x.scenario === 'put' && x.transport === 'http').map((x) => x.clients ?? 0));
+  const etcdRows = ['put', 'get'].map((s) => result.rows.find((x) => x.scenario === s && x.transport === 'etcd'));
+  const etcdTarget = result.targets.find((x) => x.id === 'put_etcd_ratio') as { value: unknown; note?: string } | undefined;
+  if (etcdRows.every((x) => x?.unavailable)) {
+    expect(r.stdout).toMatch(/etcd: not available \(.+\); its rows are skipped/);
+    for (const x of etcdRows) expect(x?.reason, JSON.stringify(x)).toBeTruthy();
+    expect(etcdTarget?.note).toContain('etcd not available');
+  } else {
+    for (const [i, s] of ['put', 'get'].entries()) {
+      const peer = etcdRows[i]!;
+      expect(peer.rps, `etcd ${s}: ${JSON.stringify(peer)}`).toBeGreaterThan(0);
+      expect(peer.etcd_runs, `etcd ${s} windows`).toHaveLength(3);
+      for (const t of ['http', 'reference']) {
+        const mine = result.rows.filter((x) => x.scenario === s && x.transport === t && x.clients === top).at(-1)!;
+        expect(mine.ratio_etcd, `${s} ${t} ratio to etcd`).toBe(Math.round((mine.rps / peer.rps) * 100) / 100);
+      }
+    }
+    expect(etcdTarget?.value).toBe(result.rows.find((x) => x.scenario === 'put' && x.transport === 'http' && x.clients === top)?.ratio_etcd);
+    expect(r.stdout).toMatch(/etcd CAS@\d+: [\d.]+ ops\/s/);
+  }
+  expect(r.stdout).toContain('| ratio to etcd |');
   expect(result.targets.length).toBeGreaterThan(0);
 }, 120_000);

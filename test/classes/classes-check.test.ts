@@ -44,7 +44,7 @@ describe('classesCheck', () => {
     expect(await check(dir)).toEqual({
       code: 1,
       lines: [
-        'a.yaml: spec.fields.title.typ: unknown key (allowed: kind, type, enum, requireEvidence, minIdentityStrength, leaseSeconds)',
+        'a.yaml: spec.fields.title.typ: unknown key (allowed: kind, type, enum, requireEvidence, minIdentityStrength, leaseSeconds, durability)',
         'a.yaml: spec.fields.n.leaseSeconds: only allowed on task fields',
         'c.yaml: duplicate class name "fine" (first in b.yaml)',
       ],

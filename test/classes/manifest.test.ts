@@ -216,7 +216,7 @@ describe('parseManifest: each rule', () => {
 
   it('lists the allowed keys with an unknown one', () => {
     expect(problems((d) => { d.spec.fields.status.typ = 'string'; })).toContain(
-      'spec.fields.status.typ: unknown key (allowed: kind, type, enum, requireEvidence, minIdentityStrength, leaseSeconds)',
+      'spec.fields.status.typ: unknown key (allowed: kind, type, enum, requireEvidence, minIdentityStrength, leaseSeconds, durability)',
     );
   });
 

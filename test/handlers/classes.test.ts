@@ -36,6 +36,7 @@ const ALL = [zeta, incident, alpha, alphaDash, alphaDigit, hidden, k8sOnly, exac
 
 const CLASS_KEYS = [
   'checkpoint',
+  'durability',
   'fields',
   'gone',
   'history',
@@ -91,6 +92,7 @@ describe('GET /v1/classes and /v1/classes/{name}', () => {
       ttl: null,
       maxTtl: null,
       history: {},
+      durability: 'strict',
       checkpoint: { sections: ['summary', 'next_steps'], requiredForResolve: ['responder'] },
       idPattern: '^[a-z0-9-]{1,64}$',
       minIdentityStrength: 'shared-secret',
@@ -118,6 +120,7 @@ describe('GET /v1/classes and /v1/classes/{name}', () => {
       ttl: '720h',
       maxTtl: null,
       history: {},
+      durability: 'strict',
       checkpoint: { sections: [], requiredForResolve: [] },
       idPattern: null,
       minIdentityStrength: 'shared-secret',

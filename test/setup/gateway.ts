@@ -132,6 +132,11 @@ export async function startTestGateway(classes: ClassInput[], opts: StartOptions
       '--identity', 'apikey',
       '--apikeys', keysFile,
       '--classes', classesDir,
+      // KSLATE_TEST_WRITE_BATCHING=off runs a test file's gateways with coalesced writes off
+      // (docs/performance.md "Coalesced writes"; on by default), unless the file sets it.
+      ...(process.env.KSLATE_TEST_WRITE_BATCHING && !(opts.extraArgs ?? []).includes('--write-batching')
+        ? ['--write-batching', process.env.KSLATE_TEST_WRITE_BATCHING]
+        : []),
       ...(opts.extraArgs ?? []),
     ],
     {},

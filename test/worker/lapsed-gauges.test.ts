@@ -58,7 +58,7 @@ test('a lease that expired unreclaimed is flagged by the sweep, shown on HTTP, M
   // j1's lease ran out (database clock); j2's is still held.
   await sql.query(`update fields set lease_expires_at = now() - interval '1 second' where name = 'job' and record_id = (select id from records where rid = 'j1')`);
   const lapsedColumn = async (rid: string) =>
-    (await sql.query(`select f.lease_lapsed from fields f join records r on r.id = f.record_id where r.rid = $1 and f.name = 'job'`, [rid])).rows[0]
+    (await sql.query(`select f.lease_lapsed from fields f join records r on r.rid = f.rid and r.id = f.record_id where r.rid = $1 and f.name = 'job'`, [rid])).rows[0]
       .lease_lapsed;
   expect(await lapsedColumn('j1')).toBe(false);
 

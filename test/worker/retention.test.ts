@@ -33,6 +33,7 @@ beforeAll(async () => {
     cls('rejects', { rejectedMaxAge: '1h' }),
     cls('forever'),
     cls('batch', { maxAge: '1h' }),
+    cls('weekly'),
   ]);
   sql = new pg.Client({ connectionString: t.db.url });
   await sql.connect();
@@ -151,4 +152,37 @@ test('batches are bounded and read about as many rows as they delete (the class-
       and (h.created_at, h.id) > (now() - interval '10 days', 0) order by h.created_at, h.id limit 4`)).rows.map((r) => r['QUERY PLAN']).join('\n');
   await sql.query('reset enable_seqscan');
   expect(plan).toMatch(/history_class_age/);
+});
+
+test('a row kept only by a checkpoint is purged on the next sweep after the checkpoint is re-saved past it', async () => {
+  // A checkpoint at record version 2, then two more puts of a: a3 and a4 come after it.
+  await puts('aged', 'cp2', 'a', 2);
+  expect((await t.call('alice', 'PUT', '/v1/records/aged/cp2/checkpoint', { document: { step: 1 } })).status).toBeLessThan(300);
+  await puts('aged', 'cp2', 'a', 2, 2);
+  await backdate('aged', 'cp2', 7200);
+  await sweep(deps());
+  // a3 is neither the current value nor the newest row: the checkpoint alone keeps it.
+  expect((await rows('aged', 'cp2')).map((r) => `${r.field}${r.version}`)).toEqual(['a3', 'a4']);
+  // Another sweep with nothing new changes nothing (the walks' cursors are past a3).
+  await sweep(deps());
+  expect((await rows('aged', 'cp2')).map((r) => `${r.field}${r.version}`)).toEqual(['a3', 'a4']);
+  // Re-saved at record version 4: nothing after it; the next sweep purges a3, keeps the current value.
+  expect((await t.call('alice', 'PUT', '/v1/records/aged/cp2/checkpoint', { document: { step: 2 } })).status).toBeLessThan(300);
+  const report = await sweep(deps());
+  expect(report.ok, JSON.stringify(report.errors)).toBe(true);
+  expect((await rows('aged', 'cp2')).map((r) => `${r.field}${r.version}`)).toEqual(['a4']);
+  const page = await t.call('alice', 'GET', '/v1/records/aged/cp2/history');
+  expect(page.body.truncated_before).toBeDefined();
+});
+
+test('a class change from keep-forever to 7 days applies to existing rows on the next sweep', async () => {
+  await puts('weekly', 'w', 'a', 4);
+  await sql.query(`update history set created_at = created_at - interval '8 days' where class = 'weekly' and rid = 'w' and version <= 3`);
+  await sweep(deps());
+  expect(await rows('weekly', 'w')).toHaveLength(4); // kept forever
+  await sql.query(`update classes set spec = $1 where name = 'weekly'`, [JSON.stringify({ fields, roles, history: { maxAge: '7d' } })]);
+  const report = await sweep(deps());
+  expect(report.retention!.purged.get('weekly')).toBe(3);
+  // The 8-day-old rows went; the fresh current value stays.
+  expect((await rows('weekly', 'w')).map((r) => r.version)).toEqual(['4']);
 });

@@ -558,6 +558,8 @@ export interface components {
                     /** @enum {string} */
                     minIdentityStrength?: "pod-bound" | "sa-bound" | "issuer-declared" | "shared-secret";
                     leaseSeconds?: number;
+                    /** @enum {string} */
+                    durability?: "strict" | "relaxed";
                 };
             };
             roles: {
@@ -578,6 +580,11 @@ export interface components {
                 keepLast?: number;
                 rejectedMaxAge?: string;
             };
+            /**
+             * @description The default durability of the class's soft and append fields (a field's own durability wins; versioned and task fields are always strict). relaxed: a write touching only relaxed fields commits without waiting for its WAL flush, and a database crash may lose the last few hundred ms of such writes.
+             * @enum {string}
+             */
+            durability: "strict" | "relaxed";
             checkpoint: {
                 sections?: string[];
                 requiredForResolve?: string[];
