@@ -44,7 +44,6 @@ import * as history from './history.js';
 import * as idempotency from './idempotency.js';
 import * as query from './query.js';
 import * as readSets from './read-sets.js';
-import { purgeCheckpointedBatch } from './retention.js';
 import * as record from './record.js';
 import * as sessions from './sessions.js';
 import * as sweep from './sweep.js';
@@ -420,11 +419,7 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
   }
 
   purgeHistory(cls: string, walk: RetentionWalk, rules: RetentionRules, limit: number) {
-    return this.guard(() =>
-      walk === 'checkpoints'
-        ? purgeCheckpointedBatch(this.kysely, cls, rules, limit)
-        : sweep.purgeHistoryBatch(this.kysely, cls, walk, rules, limit),
-    );
+    return this.guard(() => sweep.purgeHistoryBatch(this.kysely, cls, walk, rules, limit));
   }
 
   flagLapsedLeases(limit: number) {

@@ -332,7 +332,13 @@ export async function purgeHistoryBatch(
         select at::text as at, id from history_retention where class = ${cls} and rule = ${walk}`.execute(db))
     : await sql<{ at: string | null; id: number }>`${upsert} returning t.at::text as at, t.id`.execute(db);
   const { at, id } = cur.rows[0]!;
-  const after = at === null ? sql`true` : sql`(h.created_at, h.id) > (${at}::timestamptz, ${id}::bigint)`;
+  // The checkpoints walk (migration 0019) follows checkpoints_saved's (saved_at, record_id);
+  // the others follow history's (created_at, id).
+  const after = at === null
+    ? sql`true`
+    : walk === 'checkpoints'
+      ? sql`(c.saved_at, c.record_id) > (${at}::timestamptz, ${id}::bigint)`
+      : sql`(h.created_at, h.id) > (${at}::timestamptz, ${id}::bigint)`;
   let res;
   if (citus) {
     res = { rows: [await purgeByRecord(db, cls, walk, r, limit, after)] };
@@ -359,15 +365,27 @@ export async function purgeHistoryBatch(
     const rej = r.rejectedMaxAgeSeconds === null
       ? sql`false`
       : sql`(h.outcome <> 'applied' and h.created_at < now() - make_interval(secs => ${r.rejectedMaxAgeSeconds}))`;
-    res = await sql<{ scanned: number; purged: number; last_at: string | null; last_id: number | null }>`
-      with scan as (
+    // fields: the (record, field)s written since the cursor. checkpoints: every field of the
+    // records whose checkpoints were saved since the cursor (issue 37: a row kept only by a
+    // checkpoint is not revisited by the other walks once their cursors passed it, and a
+    // re-save writes no history); its scan names saved_at and record_id as the cursor's columns.
+    const scan = walk === 'checkpoints'
+      ? sql`
+        select c.rid, c.saved_at as created_at, c.record_id as id from checkpoints c
+        join records rec on rec.rid = c.rid and rec.id = c.record_id
+        where rec.class = ${cls} and ${after}
+        order by c.saved_at, c.record_id
+        limit ${limit}`
+      : sql`
         select h.rid, h.field, h.created_at, h.id from history h
         where h.class = ${cls} and ${after}
         order by h.created_at, h.id
-        limit ${limit}
-      ), pairs as (
-        select distinct rid, field from scan
-      ), doomed as (
+        limit ${limit}`;
+    const pairs = walk === 'checkpoints'
+      ? sql`select distinct f.rid, f.name as field from scan s join fields f on f.rid = s.rid and f.record_id = s.id`
+      : sql`select distinct rid, field from scan`;
+    res = await sql<{ scanned: number; purged: number; last_at: string | null; last_id: number | null }>`
+      with scan as (${scan}), pairs as (${pairs}), doomed as (
         select x.id from pairs p cross join lateral (
           select h.id from history h
           where h.class = ${cls} and h.rid = p.rid and h.field = p.field and (${beyond} or ${old} or ${rej})
@@ -382,7 +400,7 @@ export async function purgeHistoryBatch(
   const row = res.rows[0]!;
   // The per-field walk stays where it is while a batch deletes its whole limit (the same
   // (record, field)s have more to purge); otherwise it moves past what it read.
-  const stay = walk === 'fields' && row.purged >= limit;
+  const stay = (walk === 'fields' || walk === 'checkpoints') && row.purged >= limit;
   if (row.last_id !== null && !stay) {
     await sql`update history_retention set at = ${row.last_at}::timestamptz, id = ${row.last_id}
               where class = ${cls} and rule = ${walk} and spec = ${r.spec}`.execute(db);
@@ -423,7 +441,6 @@ export async function purgeByRecord(
       limit ${limit}`.execute(db)).rows;
   } else if (walk === 'checkpoints') {
     // The records whose checkpoints were saved since the cursor: every field of each
-    // (retention.ts purgeCheckpointedBatch routes here on Citus).
     rows = (await sql<{ rid: string; field: string; id: number; at: string }>`
       select s.rid, f.name as field, s.record_id as id, s.saved_at::text as at from (
         select c.rid, c.record_id, c.saved_at from checkpoints c
