@@ -228,3 +228,19 @@ export class CitusCluster {
     if (!process.env.KSLATE_CITUS_KEEP) rmSync(this.dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * A pg.Pool for a test on the cluster. pg-pool re-emits an idle client's error on the pool, and
+ * a pool with no 'error' listener turns it into an uncaught exception: the cluster stopping at a
+ * file's end (57P01, "terminating connection due to administrator command") reaches clients the
+ * pool is still closing, since pool.end() does not wait for their sockets to close. Such errors
+ * are expected then; any other is written out for the run's log.
+ */
+export function testPool(config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config);
+  pool.on('error', (err: Error & { code?: string }) => {
+    if (err.code === '57P01' || err.code === 'ECONNRESET') return;
+    console.warn(`citus test pool: idle connection error: ${err.message}`);
+  });
+  return pool;
+}

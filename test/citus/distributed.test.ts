@@ -19,7 +19,7 @@ import { manifestsYaml } from '../setup/gateway.js';
 import { freePort } from '../setup/ports.js';
 import { children, cleanEnv, ensureBuilt, start, stop } from '../setup/cli.js';
 import { checkRun, haClassFor, readHistory, readRegister, writerKey, Workload, type OpRecord } from '../ha/workload.js';
-import { CitusCluster, waitFor } from './cluster.js';
+import { CitusCluster, waitFor, testPool } from './cluster.js';
 
 const DB = 'kslate_dist';
 /** 64 clients (issue 35 item 4), four to a record as in the HA run. */
@@ -35,7 +35,7 @@ beforeAll(async () => {
   // 8 shards rather than Citus's 32: fewer shard groups for a rebalance to move (docs/scale-out.md);
   // the 16 records still land on both workers, at least three on each.
   await cluster.on('coordinator', DB, (c) => c.query(`alter database ${DB} set citus.shard_count = 8`));
-  const pool = new pg.Pool({ connectionString: cluster.url(DB), max: 1 });
+  const pool = testPool({ connectionString: cluster.url(DB), max: 1 });
   await migrate(pool);
   // The workload's probe writes here (a table local to the coordinator).
   await pool.query('create table ha_probe (at timestamptz not null)');

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createPool, PgDb } from '../../db/kysely/index.js';
 import { migrate } from '../../db/migrate.js';
-import { CitusCluster } from './cluster.js';
+import { CitusCluster, testPool } from './cluster.js';
 
 let cluster: CitusCluster;
 let db: PgDb;
@@ -17,7 +17,7 @@ let db: PgDb;
 beforeAll(async () => {
   cluster = await CitusCluster.start();
   const url = await cluster.createDatabase('kslate_durability');
-  const admin = new pg.Pool({ connectionString: url, max: 1 });
+  const admin = testPool({ connectionString: url, max: 1 });
   await migrate(admin);
   await admin.end();
   // One connection: the statements it prepared are the ones the writes sent.

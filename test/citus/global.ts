@@ -11,13 +11,13 @@ import type { TestProject } from 'vitest/node';
 import { migrate } from '../../db/migrate.js';
 import '../setup/global.js';
 import { withDb } from '../setup/global.js';
-import { CitusCluster, waitFor } from './cluster.js';
+import { CitusCluster, waitFor, testPool } from './cluster.js';
 
 export default async function setup(project: TestProject) {
   const cluster = await CitusCluster.start();
   const template = `kslate_tpl_${process.pid}`;
   await cluster.createDatabase(template);
-  const pool = new pg.Pool({ connectionString: withDb(cluster.url(), template), max: 1 });
+  const pool = testPool({ connectionString: withDb(cluster.url(), template), max: 1 });
   await migrate(pool);
   await pool.end();
   // A template must have no sessions when cloned, but Citus keeps some per database: its

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../db/migrate.js';
 import { createPool, PgDb } from '../../db/kysely/index.js';
-import { CitusCluster } from './cluster.js';
+import { CitusCluster, testPool } from './cluster.js';
 
 let cluster: CitusCluster;
 let pool: pg.Pool;
@@ -16,7 +16,7 @@ let db: PgDb;
 beforeAll(async () => {
   cluster = await CitusCluster.start();
   const url = await cluster.createDatabase('kslate_order_sweep');
-  pool = new pg.Pool({ connectionString: url, max: 4 });
+  pool = testPool({ connectionString: url, max: 4 });
   await migrate(pool);
   db = new PgDb(createPool({ connectionString: url, max: 4, timeoutMs: 60_000 }));
 });

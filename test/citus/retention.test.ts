@@ -11,7 +11,7 @@ import { createPool, PgDb } from '../../db/kysely/index.js';
 import { DatabaseModeError, migrate } from '../../db/migrate.js';
 import { sweep } from '../../worker/sweep.js';
 import { quietLog } from '../setup/gateway.js';
-import { CitusCluster } from './cluster.js';
+import { CitusCluster, testPool } from './cluster.js';
 
 const DB = 'kslate_ret';
 let cluster: CitusCluster;
@@ -27,7 +27,7 @@ const write = (cls: string, rid: string, field: string, value: unknown, ttl: num
 beforeAll(async () => {
   cluster = await CitusCluster.start();
   await cluster.createDatabase(DB);
-  pool = new pg.Pool({ connectionString: cluster.url(DB), max: 4 });
+  pool = testPool({ connectionString: cluster.url(DB), max: 4 });
 }, 600_000);
 
 afterAll(async () => {
@@ -64,7 +64,7 @@ describe('--database-mode on a Citus coordinator', () => {
 
   it('a schema migrated on plain PostgreSQL is refused once the extension appears (not redistributed)', async () => {
     await cluster.on('coordinator', 'postgres', (c) => c.query('create database kslate_plainfirst'));
-    const p = new pg.Pool({ connectionString: cluster.url('kslate_plainfirst'), max: 1 });
+    const p = testPool({ connectionString: cluster.url('kslate_plainfirst'), max: 1 });
     try {
       await migrate(p, { mode: 'plain' });
       await p.query('create extension citus');

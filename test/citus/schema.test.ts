@@ -8,14 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../db/migrate.js';
 import { PgDb } from '../../db/kysely/index.js';
 import { inline } from '../../db/kysely/idempotency.js';
-import { CitusCluster } from './cluster.js';
+import { CitusCluster, testPool } from './cluster.js';
 
 let cluster: CitusCluster;
 let pool: pg.Pool;
 
 beforeAll(async () => {
   cluster = await CitusCluster.start();
-  pool = new pg.Pool({ connectionString: await cluster.createDatabase('kslate_schema'), max: 4 });
+  pool = testPool({ connectionString: await cluster.createDatabase('kslate_schema'), max: 4 });
   await migrate(pool);
 });
 
