@@ -30,7 +30,25 @@ async function admin(sql: string): Promise<void> {
 /** New sessions of the test database are read-only (or writable again), and its current sessions are ended. */
 async function setReadOnly(on: boolean): Promise<void> {
   await admin(`alter database ${db.name} ${on ? 'set default_transaction_read_only = on' : 'reset default_transaction_read_only'}`);
-  await admin(`select pg_terminate_backend(pid) from pg_stat_activity where datname = '${db.name}' and pid <> pg_backend_pid()`);
+  // With a timeout, pg_terminate_backend returns once each backend has exited.
+  await admin(`select pg_terminate_backend(pid, 10000) from pg_stat_activity where datname = '${db.name}' and pid <> pg_backend_pid()`);
+}
+
+/**
+ * Resolves once the pool holds no connection: an idle client whose backend was terminated is
+ * removed when its socket reports the end, which can come after the next request took it
+ * (the write then goes out on a dying connection and its outcome is unknown, not refused).
+ */
+function poolEmptied(pool: pg.Pool): Promise<void> {
+  return new Promise((resolve) => {
+    if (pool.totalCount === 0) return resolve();
+    const check = () => {
+      if (pool.totalCount > 0) return;
+      pool.off('remove', check);
+      resolve();
+    };
+    pool.on('remove', check);
+  });
 }
 
 beforeAll(async () => {
@@ -76,6 +94,9 @@ it('a new connection to a read-only server is refused before use: the request ge
 it('while the database takes no writes: writes and reads answer 503 UNAVAILABLE, /readyz says why; then it serves again by itself', async () => {
   expect((await t.call('alice', 'PUT', '/v1/records/incident/ro/fields/title', { value: 'a', expected_version: 0 })).status).toBe(201);
   await setReadOnly(true);
+  // The gateway's pooled connections were ended by the server; the PUT below must find them
+  // gone and open a new one, which the read-only server refuses before anything is sent.
+  await poolEmptied(t.gw.services.pool);
   try {
     const put = await t.call('alice', 'PUT', '/v1/records/incident/ro/fields/title', { value: 'b', expected_version: 1 });
     expect(put.status).toBe(503);
