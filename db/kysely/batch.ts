@@ -29,7 +29,7 @@
  */
 import { classifyDbError } from '../errors.js';
 import type { Conn, Statements } from './conn.js';
-import { relaxedStatement } from './writes.js';
+import { CLAIM, relaxedStatement, TRANSACT, WRITE } from './writes.js';
 
 /** At most this many writes go in one batch statement (a longer queue goes as several). */
 export const WRITE_BATCH_MAX = 64;
@@ -42,22 +42,16 @@ export const WRITE_BATCH_MAX = 64;
 export const WRITE_BATCH_LANES = 10;
 
 /**
- * The single statements a batch carries, by their exact text (writes.ts WRITE, CLAIM,
- * TRANSACT, copied here: kslate_write_batch passes their arguments by position, so a changed
- * statement must not be batched until migration 0020's successor knows it; a test compares
- * them) and the function letter kslate_write_batch knows them by.
+ * The single statements a batch carries (writes.ts WRITE, CLAIM, TRANSACT: one text per
+ * statement) and the function letter kslate_write_batch knows them by. kslate_write_batch
+ * (migration 0020) passes their arguments by position, so a statement whose arguments change
+ * needs a successor of 0020 that knows them (test/db/write-batch.test.ts runs each through a
+ * batch against the real function).
  */
 export const BATCHED_STATEMENTS: ReadonlyMap<string, 'w' | 'c' | 'x'> = new Map([
-  [
-    'select outcome, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, expires_ms from kslate_write($1, $2, $3, $4, $5, $6, $7::jsonb, $8::text[], $9, $10, $11, $12, $13, $14, $15, $16::integer)',
-    'w',
-  ],
-  ['select outcome, version, record_version, created, owner, lease_expires_ms, took_over_from from kslate_claim($1, $2, $3, $4, $5, $6, $7)', 'c'],
-  [
-    'select outcome, idx, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, owner, lease_expires_ms, took_over_from, expires_ms ' +
-      'from kslate_transact($1, $2, $3::uuid, $4, $5, $6::jsonb, $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::integer, $15, $16::integer)',
-    'x',
-  ],
+  [WRITE.text, 'w'],
+  [CLAIM.text, 'c'],
+  [TRANSACT.text, 'x'],
 ]);
 
 const BATCH = { name: 'kslate_write_batch', text: 'select i, r from kslate_write_batch($1::json)' };
