@@ -28,6 +28,7 @@
  * - On Citus a batch would span shards: batching is off there (checked once, on the first write).
  */
 import { classifyDbError } from '../errors.js';
+import { StorageFault } from '../port.js';
 import type { Conn, Statements } from './conn.js';
 import { CLAIM, relaxedStatement, TRANSACT, WRITE } from './writes.js';
 
@@ -40,6 +41,15 @@ export const WRITE_BATCH_MAX = 64;
  * writes than it would unbatched.
  */
 export const WRITE_BATCH_LANES = 10;
+/**
+ * At most this many writes wait in the batcher's queue, by default (--write-queue-max): 64
+ * full batches. Past it a write is refused before it is sent (StorageFault `busy`: 503
+ * UNAVAILABLE with Retry-After, nothing changed). At the gateway's default 10 lanes the whole
+ * queue goes in about 7 batch statements per lane, well within --db-timeout; a longer queue
+ * only means a database that is not keeping up, and the caller is better told so at once than
+ * after its --db-timeout.
+ */
+export const WRITE_QUEUE_MAX = 64 * WRITE_BATCH_MAX;
 
 /**
  * The single statements a batch carries (writes.ts WRITE, CLAIM, TRANSACT: one text per
@@ -70,6 +80,10 @@ const BATCH_RELAXED = relaxedStatement(BATCH);
 export interface BatchOptions {
   maxBatch?: number;
   lanes?: number;
+  /** Writes that may wait in the queue; past it a write is refused (`busy`). Default WRITE_QUEUE_MAX. */
+  maxQueued?: number;
+  /** A write refused because the queue held maxQueued writes. */
+  onQueueFull?: () => void;
   /** Every write statement sent: 1 for a write alone, n for a batch of n. */
   onBatch?: (size: number) => void;
 }
@@ -106,6 +120,7 @@ export class WriteBatcher {
   private asking = false;
   private readonly maxBatch: number;
   private readonly lanes: number;
+  private readonly maxQueued: number;
 
   constructor(
     private readonly conn: Conn,
@@ -113,6 +128,7 @@ export class WriteBatcher {
   ) {
     this.maxBatch = Math.max(1, opts.maxBatch ?? WRITE_BATCH_MAX);
     this.lanes = Math.max(1, opts.lanes ?? WRITE_BATCH_LANES);
+    this.maxQueued = Math.max(1, opts.maxQueued ?? WRITE_QUEUE_MAX);
   }
 
   /** Whether writes are being batched (false before the first write has told whether the database is Citus). */
@@ -127,6 +143,17 @@ export class WriteBatcher {
       return this.alone(fn, wantLsn);
     }
     if (this.inFlight < this.lanes) return this.track(this.alone(fn, wantLsn));
+    if (this.queue.length >= this.maxQueued) {
+      this.opts.onQueueFull?.();
+      return Promise.reject(
+        new StorageFault(
+          'busy',
+          new Error(
+            `This gateway already has ${this.maxQueued} writes waiting for the database (--write-queue-max), which is not keeping up; this write was not sent, so nothing changed: retry after Retry-After.`,
+          ),
+        ),
+      );
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({ fn, wantLsn, resolve: resolve as Pending['resolve'], reject });
     });
