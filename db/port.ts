@@ -596,7 +596,11 @@ export interface SweepDb {
  * - `schema`: tables missing (503 UNAVAILABLE); `reapplying` when this process was told to
  *   apply them again (a Node gateway), not when nothing will (Workers never migrate)
  */
-export type StorageFaultKind = 'unreachable' | 'lost' | 'timeout' | 'data' | 'schema';
+/**
+ * `busy`: the gateway refused the write before sending it, its write queue full (batch.ts,
+ * --write-queue-max); nothing was sent, retrying is safe.
+ */
+export type StorageFaultKind = 'unreachable' | 'lost' | 'timeout' | 'data' | 'schema' | 'busy';
 
 export class StorageFault extends Error {
   constructor(

@@ -57,7 +57,7 @@ export { ROW_OVERHEAD_BYTES } from './conn.js';
 export { REPLICA_DEFAULTS, type ReplicaOptions } from './replicas.js';
 export { queryRecordsStatement } from './query.js';
 export { CLAIM, WRITE } from './writes.js';
-export { WRITE_BATCH_LANES, WRITE_BATCH_MAX, type BatchOptions } from './batch.js';
+export { WRITE_BATCH_LANES, WRITE_BATCH_MAX, WRITE_QUEUE_MAX, type BatchOptions } from './batch.js';
 export type { Database } from './schema.js';
 
 /** A request's state in its session (PgDb.session): the token its reads need, the position its writes reached. */
