@@ -22,12 +22,13 @@ export function evaluateTargets(rows, ctx) {
   add('put_ratio', `put@${top} HTTP / raw SQL`, putHttp, putHttp?.ratio, '', '≥ 0.60', putHttp?.ratio >= 0.6);
   const getHttp = find('get', 'http', top);
   add('get_ratio', `get@${top} HTTP / raw SQL`, getHttp, getHttp?.ratio, '', '≥ 0.60', getHttp?.ratio >= 0.6);
-  // Issue 15: against the minimal reference gateway (bench/lib/reference.mjs), stretch 0.80.
-  // The median of the pairs run at the top level (scenarios.mjs, pairedRuns); each pair's
-  // ratio is in the note.
-  for (const [id, r] of [['put', putHttp], ['get', getHttp]]) {
-    add(`${id}_ref_ratio`, `${id}@${top} HTTP / reference gateway`, r, r?.ratio_ref, '', '≥ 0.60', r?.ratio_ref >= 0.6,
-      `${r?.ratio_ref >= 0.8 ? 'stretch 0.80 met' : 'stretch 0.80'}${pairsText(r ?? {})}`);
+  // Against the minimal reference gateway (bench/lib/reference.mjs): issue 38 raised issue
+  // 15's 0.60 (stretch 0.80) to 1.00 for put (coalesced writes do less than one commit per
+  // put) and 0.85 for get. The median of the pairs run at the top level (scenarios.mjs,
+  // pairedRuns); each pair's ratio is in the note.
+  for (const [id, r, want] of [['put', putHttp, 1.0], ['get', getHttp, 0.85]]) {
+    add(`${id}_ref_ratio`, `${id}@${top} HTTP / reference gateway`, r, r?.ratio_ref, '', `≥ ${want.toFixed(2)}`, r?.ratio_ref >= want,
+      pairsText(r ?? {}).trim() || undefined);
   }
   // Issue 38: the peer in the same run, etcd's compare-and-swap (bench/lib/etcd.mjs).
   const etcdCas = find('put', 'etcd', top);

@@ -9,6 +9,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createPool, PgDb } from '../../db/kysely/index.js';
+import { createWorkerMetrics } from '../../runtime/worker-metrics.js';
 import { retentionRules, sweep, type SweepDeps } from '../../worker/sweep.js';
 import { updateRows } from '../setup/db.js';
 import { startTestGateway, quietLog, type ClassInput, type TestGateway } from '../setup/gateway.js';
@@ -186,4 +187,30 @@ test('a class change from keep-forever to 7 days applies to existing rows on the
   expect(report.retention!.purged.get('weekly')).toBe(3);
   // The 8-day-old rows went; the fresh current value stays.
   expect((await rows('weekly', 'w')).map((r) => r.version)).toEqual(['4']);
+});
+
+test('the worker metrics count rows purged per class and give the oldest retained row age per class (classes with history only)', async () => {
+  await puts('aged', 'metrics', 'a', 4);
+  await backdate('aged', 'metrics', 7200);
+  const report = await sweep(deps());
+  expect(report.ok, JSON.stringify(report.errors)).toBe(true);
+  const purged = report.retention!.purged.get('aged')!;
+  expect(purged).toBeGreaterThanOrEqual(3);
+  const m = createWorkerMetrics();
+  m.setGauges(report.gauges!, await db.listClasses());
+  m.sweepDone(report);
+  const text = await m.registry.metrics();
+  const value = (name: string, cls: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{class="${cls}"}`));
+    return line === undefined ? undefined : Number(line.split(' ').at(-1));
+  };
+  expect(value('svc_history_purged_total', 'aged')).toBe(purged);
+  // The kept rows of the class's records were written 2 h ago (backdated; the current values stay): the oldest retained row is that old.
+  expect(value('svc_history_oldest_row_age_seconds', 'aged')).toBeGreaterThanOrEqual(7200);
+  expect(value('svc_history_oldest_row_age_seconds', 'aged')).toBeLessThan(7200 + 600);
+  // A class without history has no oldest-row series.
+  const withHistory = new Set((await db.listClasses()).filter((c) => retentionRules(c.spec as never)).map((c) => c.name));
+  for (const l of text.split('\n').filter((x) => x.startsWith('svc_history_oldest_row_age_seconds{'))) {
+    expect(withHistory.has(/class="([^"]+)"/.exec(l)![1]!), l).toBe(true);
+  }
 });
