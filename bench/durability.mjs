@@ -12,12 +12,10 @@
  *
  * Flags: --clients N (64)  --seconds S (10; --quick: 3)  --pairs P (3)  --quick
  */
-import { randomUUID } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { checkpoint, migrateDb, postmasterPid, startDatabase } from './lib/db.mjs';
+import { checkpoint, migrateDb, postmasterPid, benchDatabase } from './lib/db.mjs';
 import { authOf, startGateway, writeConfig } from './lib/gateway.mjs';
 import { Probe, cannon } from './lib/load.mjs';
 import { machineCpu, ownedIndex, round, sleep } from './lib/util.mjs';
@@ -39,24 +37,6 @@ const RECORDS = 10_000;
 const CLS = 'benchsoft';
 const say = (m) => process.stderr.write(`${m}\n`);
 
-async function database() {
-  const given = process.env.KSLATE_BENCH_DATABASE_URL;
-  if (!given) return startDatabase({ dist: DIST, say });
-  const name = `kslate_bench_dur_${randomUUID().slice(0, 8)}`;
-  const admin = new pg.Client({ connectionString: given });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  const url = new URL(given);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    stop: async () => {
-      await admin.query(`drop database if exists ${name} with (force)`).catch(() => undefined);
-      await admin.end();
-    },
-  };
-}
-
 /** One connection's soft puts of `field` on its own records. */
 const putClient = (field) => (i) => {
   let n = 0;
@@ -73,7 +53,7 @@ const putClient = (field) => (i) => {
   ];
 };
 
-const db = await database();
+const db = await benchDatabase({ dist: DIST, say, tag: 'dur' });
 const conf = writeConfig(CLIENTS, {
   extra: [{ name: CLS, spec: { fields: { strict: { kind: 'soft' }, relaxed: { kind: 'soft', durability: 'relaxed' } } } }],
 });

@@ -152,6 +152,19 @@ async function seed() {
 
 const historySize = async () =>
   Number((await run(DB, `select pg_total_relation_size('history') as n`)).rows[0].n);
+/** Bytes: history whole (table + indexes + TOAST) and by part, and every table of the kslate schema whole. */
+const sizes = async () => {
+  const r = (
+    await run(
+      DB,
+      `select pg_total_relation_size('history') as history, pg_relation_size('history') as heap, pg_indexes_size('history') as index,
+              coalesce((select pg_total_relation_size(reltoastrelid) from pg_class where oid = 'history'::regclass and reltoastrelid <> 0), 0) as toast,
+              (select sum(pg_total_relation_size(c.oid)) from pg_class c join pg_namespace n on n.oid = c.relnamespace
+                where c.relkind = 'r' and n.nspname = 'public') as "all"`,
+    )
+  ).rows[0];
+  return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Number(v)]));
+};
 const classRows = async (cls) => Number((await run(DB, `select count(*)::bigint as n from history where class = $1`, [cls])).rows[0].n);
 
 await run(admin, `create database ${name}`);
@@ -224,7 +237,13 @@ try {
     purge_seconds: round(purgeSeconds, 1),
     rows_per_second: round(purged / purgeSeconds, 0),
     sweeps: sweeps.length,
-    sweep_ms: { max: Math.max(...sweeps.map((s) => s.ms)), mean: round(sweeps.reduce((a, s) => a + s.ms, 0) / sweeps.length, 0), worst_overrun: overBudget.length ? Math.max(...overBudget) : 0 },
+    sweep_ms: {
+      max: Math.max(...sweeps.map((s) => s.ms)),
+      mean: round(sweeps.reduce((a, s) => a + s.ms, 0) / sweeps.length, 0),
+      worst_overrun: overBudget.length ? Math.max(...overBudget) : 0,
+      over_budget: overBudget.length,
+      over_budget_by_more_than_500: overBudget.filter((x) => x > 500).length,
+    },
     batch_limit: { max: Math.max(...sweeps.map((s) => s.maxLimit)), last_median: sweeps.map((s) => s.lastLimit).sort((a, b) => a - b)[Math.floor(sweeps.length / 2)] },
     left,
     put_without_purge: { rps: round(base.ok / base.seconds, 0), p50: round(base.latency.p50, 2), p99: round(base.latency.p99, 2) },
@@ -237,7 +256,7 @@ try {
     reads,
   };
   say(`purged ${purged} rows in ${result.purge_seconds} s over ${sweeps.length} sweeps: ${result.rows_per_second} rows/s; ${left} rows left (expected ${RECORDS})`);
-  say(`sweep durations: max ${result.sweep_ms.max} ms, mean ${result.sweep_ms.mean} ms, worst overrun ${result.sweep_ms.worst_overrun} ms past a ${BUDGET} ms budget; batch limit max ${result.batch_limit.max}, last batch median ${result.batch_limit.last_median}`);
+  say(`sweep durations: max ${result.sweep_ms.max} ms, mean ${result.sweep_ms.mean} ms, worst overrun ${result.sweep_ms.worst_overrun} ms past a ${BUDGET} ms budget (${result.sweep_ms.over_budget} sweeps past it, ${result.sweep_ms.over_budget_by_more_than_500} by more than 500 ms); batch limit max ${result.batch_limit.max}, last batch median ${result.batch_limit.last_median}`);
   say(`puts during purge: ${result.put_during_purge.rps}/s, p99 ${result.put_during_purge.p99_median_window} ms (median window), ${result.put_during_purge.p99_worst_window} ms (worst window); without: p99 ${result.put_without_purge.p99} ms`);
   say(`readers: ${reads.full} full reads, ${reads.whole} whole, ${reads.marked} with truncated_before, ${reads.gapsWithoutMarker} gaps without the marker`);
 
@@ -246,17 +265,22 @@ try {
   if (SOAK > 0) {
     for (const cls of ['soak_keep', 'soak_ret']) {
       const samples = [];
-      const size0 = await historySize();
+      const size0 = await sizes();
       let soaking = true;
       const sampler = (async () => {
         const s0 = performance.now();
         while (soaking) {
           await new Promise((r) => setTimeout(r, SAMPLE_EVERY * 1000));
           const st = (await run(DB, `select n_dead_tup::bigint as dead, autovacuum_count::bigint as av from pg_stat_user_tables where relname = 'history'`)).rows[0];
+          const sz = await sizes();
           samples.push({
             s: round((performance.now() - s0) / 1000, 0),
             rows: await classRows(cls),
-            table_mb: round(((await historySize()) - size0) / 1048576, 1),
+            table_mb: round((sz.history - size0.history) / 1048576, 1),
+            // history's heap, its indexes and its TOAST, and every table of the database (table + index + TOAST), MB
+            history_mb: { heap: round(sz.heap / 1048576, 1), index: round(sz.index / 1048576, 1), toast: round(sz.toast / 1048576, 1) },
+            all_mb: round(sz.all / 1048576, 1),
+            all_growth_mb: round((sz.all - size0.all) / 1048576, 1),
             dead: Number(st?.dead ?? 0),
             autovacuums: Number(st?.av ?? 0),
           });
@@ -277,9 +301,16 @@ try {
       say(`soak ${cls} (${SOAK} s, ${soak[cls].rps} puts/s): history rows ${samples.map((x) => x.rows).join(', ')}`);
       say(`  table growth over the soak (MB): ${samples.map((x) => x.table_mb).join(', ')}; in its second half ${growth} MB`);
       say(`  dead tuples: ${samples.map((x) => x.dead).join(', ')}; autovacuums of history so far: ${samples.at(-1)?.autovacuums ?? 0}`);
+      // Growth of every table (table + index + TOAST) at 1, 5 and 10 minutes (or the samples nearest).
+      const at = (sec) => samples.reduce((b, x) => (Math.abs(x.s - sec) < Math.abs(b.s - sec) ? x : b), samples[0]);
+      soak[cls].growth_mb_at = Object.fromEntries([60, 300, 600].filter((sec) => sec <= SOAK + SAMPLE_EVERY).map((sec) => [`${sec}s`, at(sec)?.all_growth_mb ?? null]));
+      say(`  database growth (all tables, table + index + TOAST, MB) at ${JSON.stringify(soak[cls].growth_mb_at)}; history heap/index/toast now ${JSON.stringify(samples.at(-1)?.history_mb)}`);
     }
   }
-  result.soak = { seconds: SOAK, ...soak };
+  // With the server's autovacuum off (as in a CI server's conf.d), nothing reuses purged space: bytes grow with or without retention.
+  const autovacuum = (await run(DB, `select current_setting('autovacuum') as a`)).rows[0].a;
+  if (autovacuum !== 'on') say(`  note: the server has autovacuum = ${autovacuum}: purged rows' space is never reused, so bytes grow with retention too`);
+  result.soak = { seconds: SOAK, autovacuum, ...soak };
   await sweepDb.kysely.destroy();
   mkdirSync(opt.out, { recursive: true });
   const file = join(opt.out, `retention-${result.at.replace(/[:.]/g, '-')}.json`);

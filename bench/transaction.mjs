@@ -10,12 +10,10 @@
  *
  * Flags: --clients N (64)  --seconds S (10; --quick: 3)  --quick
  */
-import { randomUUID } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { CLASS, migrateDb, startDatabase } from './lib/db.mjs';
+import { CLASS, migrateDb, benchDatabase } from './lib/db.mjs';
 import { authOf, startGateway, writeConfig } from './lib/gateway.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -27,25 +25,6 @@ const CLIENTS = Number(flags.clients);
 const SECONDS = Number(flags.seconds ?? (flags.quick ? 3 : 10));
 const FIELDS = ['f1', 'f2', 'f3', 'f4'];
 const say = (m) => process.stderr.write(`${m}\n`);
-
-/** A database of its own on a given server, or the embedded one. */
-async function database() {
-  const given = process.env.KSLATE_BENCH_DATABASE_URL;
-  if (!given) return startDatabase({ dist: DIST, say });
-  const name = `kslate_bench_tx_${randomUUID().slice(0, 8)}`;
-  const admin = new pg.Client({ connectionString: given });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  const url = new URL(given);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    stop: async () => {
-      await admin.query(`drop database if exists ${name} with (force)`).catch(() => undefined);
-      await admin.end();
-    },
-  };
-}
 
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
@@ -94,7 +73,7 @@ const transaction = (gw, c, rid, version) =>
     writes: FIELDS.map((f) => ({ op: 'put', field: f, value: version + 1, expected_version: version })),
   });
 
-const db = await database();
+const db = await benchDatabase({ dist: DIST, say, tag: 'tx' });
 const conf = writeConfig(CLIENTS);
 let gw;
 try {

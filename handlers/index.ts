@@ -373,6 +373,12 @@ export function storageFaultError(f: StorageFault): SvcError {
         // client-side bound, after which a commit may still land, is 'lost' (db/errors.ts).
         'The database did not finish this request within its time budget (--db-timeout) and it was cancelled, so nothing was changed; retry shortly.',
       );
+    case 'busy':
+      // The batcher's own words (how many writes wait, the flag that bounds them).
+      return new SvcError(
+        'UNAVAILABLE',
+        f.cause instanceof Error ? f.cause.message : 'This gateway has too many writes waiting for the database; this one was not sent, so nothing changed: retry shortly.',
+      );
     case 'data':
       return new SvcError(
         'MALFORMED',

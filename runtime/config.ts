@@ -19,6 +19,8 @@ export interface Config {
   writeLsn: 'auto' | 'on' | 'off';
   /** Coalesce writes that arrive while others are in flight into one statement and commit (docs/performance.md "Coalesced writes"). */
   writeBatching: boolean;
+  /** --write-queue-max: writes that may wait in the write batcher's queue (db/kysely/batch.ts). */
+  writeQueueMax: number;
   listenHost: string;
   listenPort: number;
   grpcPort: number;
@@ -129,6 +131,11 @@ export const FLAGS: Record<string, FlagSpec> = {
     env: 'KSLATE_WRITE_BATCHING',
     help: 'on: puts, appends, claims and transactions that arrive while write statements are in flight go together as one statement and one commit, each with its own outcome (docs/performance.md "Coalesced writes"); off: one statement each. Always off on Citus',
     default: 'on',
+  },
+  'write-queue-max': {
+    env: 'KSLATE_WRITE_QUEUE_MAX',
+    help: 'with --write-batching on, at most this many writes wait in the gateway for a batch; past it a write answers 503 UNAVAILABLE with Retry-After, not sent (svc_limit_refusals_total{limit="write_queue"})',
+    default: '4096',
   },
   listen: { env: 'KSLATE_LISTEN', help: 'HTTP/JSON and MCP address host:port', default: '127.0.0.1:8080' },
   'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
@@ -428,6 +435,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   return {
     idempotencyTtlMs,
     writeBatching: writeBatching === 'on',
+    writeQueueMax: int('write-queue-max', 1, 1_000_000),
     databaseUrl: raw('database-url') || undefined,
     databaseMode,
     databaseReplicaUrls,

@@ -9,7 +9,9 @@ export type Limit =
   | 'watch_streams'
   | 'watch_streams_per_identity'
   | 'mcp_sessions'
-  | 'mcp_sessions_per_identity';
+  | 'mcp_sessions_per_identity'
+  /** A write refused because the write batcher's queue was full (--write-queue-max). */
+  | 'write_queue';
 
 /** What the gauges read at each scrape; the gateway sets them once its parts exist. */
 export interface GaugeSources {
@@ -70,7 +72,7 @@ export function createMetrics(): PromMetrics {
     registers: [registry],
   });
   const checkpoints = counter('svc_checkpoints_total', 'Checkpoints saved.', ['class', 'role']);
-  const refusals = counter('svc_limit_refusals_total', 'Connections, watch streams and MCP sessions refused by a capacity limit (--max-conns, --max-conns-per-address, --watch-max-streams, --watch-max-streams-per-identity, --mcp-max-sessions, --mcp-max-sessions-per-identity).', ['limit']);
+  const refusals = counter('svc_limit_refusals_total', 'Connections, watch streams and MCP sessions refused by a capacity limit (--max-conns, --max-conns-per-address, --watch-max-streams, --watch-max-streams-per-identity, --mcp-max-sessions, --mcp-max-sessions-per-identity), and writes refused by a full write queue (--write-queue-max).', ['limit']);
   const ended = counter('svc_watch_ended_total', 'Watch streams ended, by reason: slow (the client did not read), revoked (role or credential), max_age, shutdown, recreated, closed (by the client).', ['reason']);
   const reads = counter('svc_db_reads_total', 'Database reads of requests by where they were served: target="primary", or a standby\'s index in --database-replica-url order.', ['target']);
   const gauges: GaugeSources = { watchStreams: () => 0, watchBufferedBytes: () => 0, mcpSessions: () => 0, replicas: () => [] };

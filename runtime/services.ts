@@ -149,7 +149,12 @@ export async function createServices(cfg: Config, log: Logger): Promise<Services
     });
   const metrics = createMetrics();
   // Coalesced writes (docs/performance.md "Coalesced writes"); the batcher itself stays off on Citus.
-  if (cfg.writeBatching) db.batchWrites({ lanes: cfg.dbPoolSize, onBatch: (n) => metrics.writeBatch(n) });
+  if (cfg.writeBatching) db.batchWrites({
+      lanes: cfg.dbPoolSize,
+      maxQueued: cfg.writeQueueMax,
+      onBatch: (n) => metrics.writeBatch(n),
+      onQueueFull: () => metrics.limitRefused('write_queue'),
+    });
   // Standbys for reads (docs/ha.md "Reads from standbys"): db routes its reads by the rules of
   // db/kysely/replicas.ts; nothing else knows they exist.
   const replicaPools = cfg.databaseReplicaUrls.map((url, i) => {

@@ -2,6 +2,7 @@
  * PostgreSQL for the bench: an embedded server in a temp dir (or KSLATE_BENCH_DATABASE_URL),
  * the kslate schema, and set-based seeds (one INSERT ... SELECT per table and class).
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -249,4 +250,27 @@ export function summarizeAutoExplain(chunks) {
 
 export async function checkpoint(url) {
   await withClient(url, (c) => c.query('checkpoint')).catch(() => undefined);
+}
+
+/**
+ * The database a side bench (bench:transaction, bench:durability) runs on: a new database
+ * `kslate_bench_<tag>_<8 hex>` on the server KSLATE_BENCH_DATABASE_URL names (dropped by
+ * `stop`), or else an embedded server of its own (startDatabase).
+ */
+export async function benchDatabase({ dist, say, tag }) {
+  const given = process.env.KSLATE_BENCH_DATABASE_URL;
+  if (!given) return startDatabase({ dist, say });
+  const name = `kslate_bench_${tag}_${randomUUID().slice(0, 8)}`;
+  const admin = new pg.Client({ connectionString: given });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  const url = new URL(given);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    stop: async () => {
+      await admin.query(`drop database if exists ${name} with (force)`).catch(() => undefined);
+      await admin.end();
+    },
+  };
 }

@@ -28,8 +28,9 @@
  * - On Citus a batch would span shards: batching is off there (checked once, on the first write).
  */
 import { classifyDbError } from '../errors.js';
+import { StorageFault } from '../port.js';
 import type { Conn, Statements } from './conn.js';
-import { relaxedStatement } from './writes.js';
+import { CLAIM, relaxedStatement, TRANSACT, WRITE } from './writes.js';
 
 /** At most this many writes go in one batch statement (a longer queue goes as several). */
 export const WRITE_BATCH_MAX = 64;
@@ -40,24 +41,27 @@ export const WRITE_BATCH_MAX = 64;
  * writes than it would unbatched.
  */
 export const WRITE_BATCH_LANES = 10;
+/**
+ * At most this many writes wait in the batcher's queue, by default (--write-queue-max): 64
+ * full batches. Past it a write is refused before it is sent (StorageFault `busy`: 503
+ * UNAVAILABLE with Retry-After, nothing changed). At the gateway's default 10 lanes the whole
+ * queue goes in about 7 batch statements per lane, well within --db-timeout; a longer queue
+ * only means a database that is not keeping up, and the caller is better told so at once than
+ * after its --db-timeout.
+ */
+export const WRITE_QUEUE_MAX = 64 * WRITE_BATCH_MAX;
 
 /**
- * The single statements a batch carries, by their exact text (writes.ts WRITE, CLAIM,
- * TRANSACT, copied here: kslate_write_batch passes their arguments by position, so a changed
- * statement must not be batched until migration 0020's successor knows it; a test compares
- * them) and the function letter kslate_write_batch knows them by.
+ * The single statements a batch carries (writes.ts WRITE, CLAIM, TRANSACT: one text per
+ * statement) and the function letter kslate_write_batch knows them by. kslate_write_batch
+ * (migration 0020) passes their arguments by position, so a statement whose arguments change
+ * needs a successor of 0020 that knows them (test/db/write-batch.test.ts runs each through a
+ * batch against the real function).
  */
 export const BATCHED_STATEMENTS: ReadonlyMap<string, 'w' | 'c' | 'x'> = new Map([
-  [
-    'select outcome, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, expires_ms from kslate_write($1, $2, $3, $4, $5, $6, $7::jsonb, $8::text[], $9, $10, $11, $12, $13, $14, $15, $16::integer)',
-    'w',
-  ],
-  ['select outcome, version, record_version, created, owner, lease_expires_ms, took_over_from from kslate_claim($1, $2, $3, $4, $5, $6, $7)', 'c'],
-  [
-    'select outcome, idx, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, owner, lease_expires_ms, took_over_from, expires_ms ' +
-      'from kslate_transact($1, $2, $3::uuid, $4, $5, $6::jsonb, $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[], $13::text[], $14::integer, $15, $16::integer)',
-    'x',
-  ],
+  [WRITE.text, 'w'],
+  [CLAIM.text, 'c'],
+  [TRANSACT.text, 'x'],
 ]);
 
 const BATCH = { name: 'kslate_write_batch', text: 'select i, r from kslate_write_batch($1::json)' };
@@ -76,6 +80,10 @@ const BATCH_RELAXED = relaxedStatement(BATCH);
 export interface BatchOptions {
   maxBatch?: number;
   lanes?: number;
+  /** Writes that may wait in the queue; past it a write is refused (`busy`). Default WRITE_QUEUE_MAX. */
+  maxQueued?: number;
+  /** A write refused because the queue held maxQueued writes. */
+  onQueueFull?: () => void;
   /** Every write statement sent: 1 for a write alone, n for a batch of n. */
   onBatch?: (size: number) => void;
 }
@@ -112,6 +120,7 @@ export class WriteBatcher {
   private asking = false;
   private readonly maxBatch: number;
   private readonly lanes: number;
+  private readonly maxQueued: number;
 
   constructor(
     private readonly conn: Conn,
@@ -119,6 +128,7 @@ export class WriteBatcher {
   ) {
     this.maxBatch = Math.max(1, opts.maxBatch ?? WRITE_BATCH_MAX);
     this.lanes = Math.max(1, opts.lanes ?? WRITE_BATCH_LANES);
+    this.maxQueued = Math.max(1, opts.maxQueued ?? WRITE_QUEUE_MAX);
   }
 
   /** Whether writes are being batched (false before the first write has told whether the database is Citus). */
@@ -133,6 +143,17 @@ export class WriteBatcher {
       return this.alone(fn, wantLsn);
     }
     if (this.inFlight < this.lanes) return this.track(this.alone(fn, wantLsn));
+    if (this.queue.length >= this.maxQueued) {
+      this.opts.onQueueFull?.();
+      return Promise.reject(
+        new StorageFault(
+          'busy',
+          new Error(
+            `This gateway already has ${this.maxQueued} writes waiting for the database (--write-queue-max), which is not keeping up; this write was not sent, so nothing changed: retry after Retry-After.`,
+          ),
+        ),
+      );
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({ fn, wantLsn, resolve: resolve as Pending['resolve'], reject });
     });

@@ -62,6 +62,19 @@ describe('--database-mode on a Citus coordinator', () => {
     expect(fns.rows.map((r) => r.f)).toEqual(['kslate_history_kept(1)', 'kslate_purge_history(1)']);
   });
 
+  it('carries the autovacuum settings of 0021 to every shard, where autovacuum works (docs/worker.md "Reclaiming space")', async () => {
+    for (const [table, scale] of [['history', '0.01'], ['entries', '0.05'], ['idempotency_keys', '0.05'], ['history_purged', '0.05'], ['fields', '0.05'], ['records', '0.05']]) {
+      const shell = await pool.query<{ o: string | null }>(`select array_to_string(reloptions, ',') as o from pg_class where oid = $1::regclass`, [table]);
+      expect(shell.rows[0].o, table).toContain(`autovacuum_vacuum_scale_factor=${scale}`);
+      const shards = await pool.query<{ success: boolean; result: string }>(
+        `select success, result from run_command_on_shards($1, $$select array_to_string(reloptions, ',') from pg_class where oid = '%s'::regclass$$)`,
+        [table],
+      );
+      expect(shards.rows.length, table).toBeGreaterThan(1);
+      for (const r of shards.rows) expect(r, table).toEqual({ success: true, result: shell.rows[0].o });
+    }
+  });
+
   it('a schema migrated on plain PostgreSQL is refused once the extension appears (not redistributed)', async () => {
     await cluster.on('coordinator', 'postgres', (c) => c.query('create database kslate_plainfirst'));
     const p = testPool({ connectionString: cluster.url('kslate_plainfirst'), max: 1 });

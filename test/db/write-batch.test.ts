@@ -9,9 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { BATCHED_STATEMENTS } from '../../db/kysely/batch.js';
-import { CLAIM, createPool, PgDb, WRITE } from '../../db/kysely/index.js';
-import { TRANSACT } from '../../db/kysely/writes.js';
+import { createPool, PgDb } from '../../db/kysely/index.js';
 import type { ClaimWrite, TransactRequest, WriteRequest } from '../../db/port.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 
@@ -115,14 +113,6 @@ async function history(s: Side, rids: string[]) {
   );
   return rows;
 }
-
-test('the batched statements are the single writes of writes.ts, by their exact text', () => {
-  expect([...BATCHED_STATEMENTS.entries()]).toEqual([
-    [WRITE.text, 'w'],
-    [CLAIM.text, 'c'],
-    [TRANSACT.text, 'x'],
-  ]);
-});
 
 test('writes sent while the lane is busy go as one batch and answer what they answer one by one', async () => {
   const tag = randomUUID().slice(0, 8);

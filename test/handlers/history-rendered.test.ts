@@ -253,7 +253,7 @@ describe('a gateway outside UTC', () => {
       await insert(rid, [{ ...base, field: 'title', value: 'x' }, { ...base, field: 'status', value: 'open', based_on: premises }]);
       await insert(rid, [{ ...base, field: 'status', value: 'investigating', based_on: [{ field: 'scratch', version: 3 }] }]);
       const times = await client.query<{ ms: string }>(
-        `select (extract(epoch from created_at) * 1000)::bigint as ms from history where class = 'incident' and rid = $1 order by id desc`,
+        `select floor(extract(epoch from created_at) * 1000)::bigint as ms from history where class = 'incident' and rid = $1 order by id desc`,
         [rid],
       );
       const read = async (who: string) => {

@@ -589,12 +589,14 @@ describe('a second gateway: gRPC over TLS, and the rejected-credential budget', 
     const a = secureClient();
     const b = secureClient();
     try {
-      // In bursts of 20, half on each connection: one call at a time could take longer than
-      // the 20 ms refill on a loaded machine and never spend the bucket.
+      // In bursts of 100, half on each connection: one call at a time could take longer than
+      // the 20 ms refill on a loaded machine and never spend the bucket; a burst of 20 spent
+      // nothing when it took over 400 ms (seen on the Citus run, TLS on a loaded machine). A
+      // burst of 100 outpaces the refill while it takes under 2 s.
       let last: Reply = {};
-      for (let round = 0; round < 40 && last.err?.code !== grpc.status.RESOURCE_EXHAUSTED; round++) {
+      for (let round = 0; round < 20 && last.err?.code !== grpc.status.RESOURCE_EXHAUSTED; round++) {
         const replies = await Promise.all(
-          Array.from({ length: 20 }, (_, i) => call('Get', { record: 'tasks/x' }, 'wrong-key', {}, i % 2 === 0 ? a : b)),
+          Array.from({ length: 100 }, (_, i) => call('Get', { record: 'tasks/x' }, 'wrong-key', {}, i % 2 === 0 ? a : b)),
         );
         for (const r of replies) {
           if (r.err?.code === grpc.status.RESOURCE_EXHAUSTED) last = r;

@@ -31,7 +31,9 @@ beforeAll(async () => {
         name: 'notes',
         namespace: 'team-a',
         spec: {
-          history: { keepLast: 2 },
+          // maxAge and rejectedMaxAge purge nothing written by these tests; keepLast does.
+          history: { keepLast: 2, maxAge: '30d', rejectedMaxAge: '7d' },
+          maxTtl: '1d',
           fields: { a: { kind: 'versioned' } },
           roles: { crew: { subjects: ['apikey:alice'], read: ['*'], write: ['*'] } },
         },
@@ -59,6 +61,14 @@ function grpcHistory(req: { record: string; limit?: number }): Promise<HistoryRe
   md.set('authorization', `Bearer ${KEYS.alice}`);
   return new Promise((resolve, reject) => grpcClient.History(req, md, (err, res) => (err ? reject(err) : resolve(res!))));
 }
+
+test('the class definition shows its retention and maxTtl as written, on HTTP and as the MCP class resource', async () => {
+  const http = await t.call('alice', 'GET', '/v1/classes/notes');
+  expect(http.status).toBe(200);
+  expect(http.body).toMatchObject({ history: { keepLast: 2, maxAge: '30d', rejectedMaxAge: '7d' }, maxTtl: '1d' });
+  const res: any = await mcp.readResource({ uri: 'kslate://classes/notes' });
+  expect(JSON.parse(res.contents[0].text)).toEqual(http.body);
+});
 
 test('a history page reaching purged rows says truncated_before on HTTP, MCP and gRPC', async () => {
   for (let i = 0; i < 5; i++) {

@@ -9,7 +9,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createPool, PgDb } from '../../db/kysely/index.js';
+import { createWorkerMetrics } from '../../runtime/worker-metrics.js';
 import { retentionRules, sweep, type SweepDeps } from '../../worker/sweep.js';
+import { updateRows } from '../setup/db.js';
 import { startTestGateway, quietLog, type ClassInput, type TestGateway } from '../setup/gateway.js';
 
 const roles = { crew: { subjects: ['apikey:alice', 'apikey:bob'], read: ['*'], write: ['*'] } };
@@ -56,7 +58,7 @@ const rows = async (c: string, id: string) =>
   (await sql.query(`select field, version, outcome, record_version from history where class = $1 and rid = $2 order by field, id`, [c, id])).rows;
 /** Pretend every history row of the record was written `seconds` ago. */
 const backdate = (c: string, id: string, seconds: number) =>
-  sql.query(`update history set created_at = created_at - make_interval(secs => $3) where class = $1 and rid = $2`, [c, id, seconds]);
+  updateRows(sql, 'history', `created_at = created_at - make_interval(secs => ${Number(seconds)})`, `class = ${pg.escapeLiteral(c)} and rid = ${pg.escapeLiteral(id)}`);
 
 test('keepLast keeps the newest rows per field; other fields and classes without history are left alone', async () => {
   await puts('last3', 'r1', 'a', 6);
@@ -177,7 +179,7 @@ test('a row kept only by a checkpoint is purged on the next sweep after the chec
 
 test('a class change from keep-forever to 7 days applies to existing rows on the next sweep', async () => {
   await puts('weekly', 'w', 'a', 4);
-  await sql.query(`update history set created_at = created_at - interval '8 days' where class = 'weekly' and rid = 'w' and version <= 3`);
+  await updateRows(sql, 'history', `created_at = created_at - interval '8 days'`, `class = 'weekly' and rid = 'w' and version <= 3`);
   await sweep(deps());
   expect(await rows('weekly', 'w')).toHaveLength(4); // kept forever
   await sql.query(`update classes set spec = $1 where name = 'weekly'`, [JSON.stringify({ fields, roles, history: { maxAge: '7d' } })]);
@@ -185,4 +187,30 @@ test('a class change from keep-forever to 7 days applies to existing rows on the
   expect(report.retention!.purged.get('weekly')).toBe(3);
   // The 8-day-old rows went; the fresh current value stays.
   expect((await rows('weekly', 'w')).map((r) => r.version)).toEqual(['4']);
+});
+
+test('the worker metrics count rows purged per class and give the oldest retained row age per class (classes with history only)', async () => {
+  await puts('aged', 'metrics', 'a', 4);
+  await backdate('aged', 'metrics', 7200);
+  const report = await sweep(deps());
+  expect(report.ok, JSON.stringify(report.errors)).toBe(true);
+  const purged = report.retention!.purged.get('aged')!;
+  expect(purged).toBeGreaterThanOrEqual(3);
+  const m = createWorkerMetrics();
+  m.setGauges(report.gauges!, await db.listClasses());
+  m.sweepDone(report);
+  const text = await m.registry.metrics();
+  const value = (name: string, cls: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{class="${cls}"}`));
+    return line === undefined ? undefined : Number(line.split(' ').at(-1));
+  };
+  expect(value('svc_history_purged_total', 'aged')).toBe(purged);
+  // The kept rows of the class's records were written 2 h ago (backdated; the current values stay): the oldest retained row is that old.
+  expect(value('svc_history_oldest_row_age_seconds', 'aged')).toBeGreaterThanOrEqual(7200);
+  expect(value('svc_history_oldest_row_age_seconds', 'aged')).toBeLessThan(7200 + 600);
+  // A class without history has no oldest-row series.
+  const withHistory = new Set((await db.listClasses()).filter((c) => retentionRules(c.spec as never)).map((c) => c.name));
+  for (const l of text.split('\n').filter((x) => x.startsWith('svc_history_oldest_row_age_seconds{'))) {
+    expect(withHistory.has(/class="([^"]+)"/.exec(l)![1]!), l).toBe(true);
+  }
 });
