@@ -44,6 +44,10 @@ export const BEHAVIOUR = [
   'test/transports/record-ttl.test.ts',
   'test/handlers/response-budget.test.ts',
   'test/transports/parity.test.ts',
+  // The record and class watch (a log position per node group, merged; test/citus/class-watch.test.ts).
+  'test/watch/record.test.ts',
+  'test/watch/transaction.test.ts',
+  'test/watch/retention-window.test.ts',
   'test/transports/mcp.test.ts',
   'test/handlers/transaction.test.ts',
   'test/handlers/render-agree.test.ts',
@@ -88,8 +92,16 @@ export const BEHAVIOUR = [
  *   50/s refill, so no burst could spend it (load average ~20 on 2 cores; the check makes no
  *   database call - on plain PostgreSQL the same case spends it in 3.4 s). mcp's case, the
  *   same budget over HTTP, now passes on Citus.
- * - test/watch and the class watch of the transports: the class change log is read in one
- *   node's transaction-id order (docs/scale-out.md; a cursor per node is i35watch's).
+ * - the watch (i35watch; the class watch reads a position per node group, merged, and
+ *   test/citus/class-watch.test.ts passes): test/watch/class.test.ts passed 8 of 9 on Citus,
+ *   its 410 case's 1-second window elapsing before the oldest cursor was sent back at load
+ *   average 28 (the EXPIRED answer's per-node reads; not confirmed to be only that);
+ *   test/transports/grpc-watch.test.ts expects two streams resumed from one cursor to give
+ *   byte-equal event ids, which on Citus they need not be (each id carries its stream's own
+ *   position in the other nodes' logs; both resume right); test/transports/mcp-subscribe.test.ts
+ *   failed 2 cases (a 404 on the owed notification's GET stream, an idle-session timeout; not
+ *   yet looked into); the other test/watch files (limits, budgets, memory, fan-out) are
+ *   runtime behaviour not yet tried there.
  * Runtime-only files with no database (surface, grpc-convert, ui/timeline, db/errors) stay in
  * `npm test` only, like the others above.
  */
