@@ -67,6 +67,8 @@ export const BEHAVIOUR = [
   'test/db/named-query.test.ts',
   'test/handlers/write-batching.test.ts',
   'test/worker/expire.test.ts',
+  'test/handlers/history-null.test.ts',
+  'test/handlers/keyed-literals.test.ts',
 ];
 
 /**
