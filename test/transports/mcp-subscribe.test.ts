@@ -464,6 +464,18 @@ describe('a slow client', () => {
       const init = await rawPost(`${g.url}/mcp/session`, INITIALIZE, base);
       const sid = init.headers.get('mcp-session-id')!;
       const headers = { ...base, 'mcp-session-id': sid, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
+      // A GET stream whose client reads nothing, opened first: with a stream open the session
+      // is not idle, so however long the 1000 subscribes take on a loaded machine, only the
+      // untaken notifications below can end it (without the stream, a pause of 1 s between
+      // subscribes ended it as idle and a subscribe answered 404).
+      const url = new URL(`${g.url}/mcp/session`);
+      res = await new Promise<IncomingMessage>((resolve, reject) => {
+        const req = httpRequest(url, { headers: { ...headers, accept: 'text/event-stream' } }, resolve);
+        req.on('error', reject);
+        req.end();
+      });
+      expect(res.statusCode).toBe(200);
+      res.pause();
       // 1000 distinct uris of the same record, about 8 KiB each (?fields= a different mix of
       // title and notes, repeated; get accepts repeats): one write makes about 8 MB of
       // notifications, more than the socket buffers of a client that does not read hold.
@@ -476,15 +488,6 @@ describe('a slow client', () => {
       };
       for (let i = 0; i < N; i += 25) await Promise.all(Array.from({ length: 25 }, (_, k) => subscribe(i + k)));
       expect(hub(g).open).toBe(N);
-      // A GET stream whose client reads nothing.
-      const url = new URL(`${g.url}/mcp/session`);
-      res = await new Promise<IncomingMessage>((resolve, reject) => {
-        const req = httpRequest(url, { headers: { ...headers, accept: 'text/event-stream' } }, resolve);
-        req.on('error', reject);
-        req.end();
-      });
-      expect(res.statusCode).toBe(200);
-      res.pause();
       await put(`incident/${id}`, 'title', 't2', 1, g);
       // More changes while notifications wait: coalesced, nothing more is queued.
       await put(`incident/${id}`, 'title', 't3', 2, g);
