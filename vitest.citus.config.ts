@@ -17,6 +17,8 @@ export const BEHAVIOUR = [
   'test/handlers/get.test.ts',
   'test/handlers/history.test.ts',
   'test/handlers/history-rendered.test.ts',
+  'test/handlers/history-time.test.ts',
+  'test/handlers/get-bytes.test.ts',
   'test/handlers/claim.test.ts',
   'test/handlers/checkpoint.test.ts',
   'test/handlers/premises.test.ts',

@@ -192,8 +192,11 @@ class Sub implements Subscription {
       // The hub's position after the row holds for a live stream (it had every earlier row of
       // the class); only a stream that started further on in some group keeps its own.
       const hub = hubAfter.get(row);
-      const own = advance(this.lastPos ?? {}, nodePos(row));
-      this.lastPos = hub === undefined ? own : ahead(own, hub) ? join(own, hub) : hub;
+      if (hub !== undefined && (this.lastPos === null || !ahead(this.lastPos, hub))) this.lastPos = hub;
+      else {
+        const own = advance(this.lastPos ?? {}, nodePos(row));
+        this.lastPos = hub === undefined ? own : join(own, hub);
+      }
       this.posAfter.set(row, this.lastPos);
     }
     this.queue.push(row);

@@ -51,7 +51,7 @@ test.runIf(TIME_ZONE_IS_UTC)('every field kind, both readers, entries_limit, nam
   await ok('PUT', `${R}/gone/claim`, { lease_seconds: 60 });
   for (const [i, e] of ['a', { b: 2 }, [3]].entries()) await ok('POST', `${R}/log/entries`, { entry: e, evidence: `e${i}`, based_on: i === 1 ? [{ field: 's', version: 1 }] : undefined });
   await sql.query(`update fields set updated_at = '2026-11-27 04:00:00.5259+00' where rid = 'r1'`);
-  await sql.query(`update entries set created_at = timestamptz '2026-11-27 04:00:01.0009+00' + seq * interval '1 ms' where rid = 'r1'`);
+  for (const seq of [1, 2, 3]) await sql.query(`update entries set created_at = $2 where rid = 'r1' and seq = $1`, [seq, `2026-11-27 04:00:01.00${seq}9+00`]);
   await sql.query(`update fields set lease_expires_at = '2099-01-02 03:04:05.6789+00' where rid = 'r1' and name = 'job'`);
   await sql.query(`update fields set lease_expires_at = '2020-01-02 03:04:05.6789+00' where rid = 'r1' and name = 'gone'`);
 
