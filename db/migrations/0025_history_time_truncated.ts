@@ -5,6 +5,9 @@
  * and watch. RFC 3339 writers truncate; so does the driver's Date and `epochMs`
  * (db/kysely/conn.ts). Frozen in time: never edit an applied migration.
  *
+ * A JSON null written as a value renders as `"value":null`, as get shows it (0008 left the
+ * key out, so a put of null read like a claim, which keeps no value: SQL NULL).
+ *
  * Only `kslate_history_render_row` changes (same signature, so on Citus the distributed
  * function is replaced in place on every node). Rows stored rendered before this migration
  * keep the rounded text they were stored with; rows rendered at read time (older than 0008)
@@ -27,7 +30,7 @@ language sql stable parallel safe as $fn$
     || case
          when p_value_sha256 is not null
            then coalesce(',"value_size":' || p_value_size, '') || ',"value_sha256":' || to_json(p_value_sha256)::text
-         when p_value is not null and json_typeof(p_value) <> 'null' then ',"value":' || p_value::text
+         when p_value is not null then ',"value":' || p_value::text
          else '' end
     || ',"author":' || to_json(p_author)::text
     || coalesce(',"identity_strength":' || to_json(p_strength)::text, '')
