@@ -95,6 +95,9 @@ async function gateway(dir, url, mode) {
  * `clients` closed loops for `seconds`: client i puts (or gets) record r<i>. Every answer's
  * latency, with when it came (for the rebalance's windows), and the failures.
  */
+/** Each record's current version, by gateway port and client: a versioned put must name it (expected_version). */
+const versions = new Map();
+
 async function drive(port, kind, seconds, onTick) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
   const samples = [];
@@ -103,7 +106,8 @@ async function drive(port, kind, seconds, onTick) {
   const until = t0 + seconds * 1000;
   const one = (i, n) =>
     new Promise((resolve) => {
-      const body = kind === 'put' ? JSON.stringify({ value: { n, by: i } }) : undefined;
+      const vkey = `${port}/${i}`;
+      const body = kind === 'put' ? JSON.stringify({ value: { n, by: i }, expected_version: versions.get(vkey) ?? 0 }) : undefined;
       const path = kind === 'put' ? `/v1/records/bench/r${i}/fields/f` : `/v1/records/bench/r${i}`;
       const start = performance.now();
       const req = http.request(
@@ -114,7 +118,10 @@ async function drive(port, kind, seconds, onTick) {
           res.on('end', () => {
             const end = performance.now();
             if (res.statusCode >= 300) failed++;
-            else samples.push([end - t0, end - start]);
+            else {
+              samples.push([end - t0, end - start]);
+              if (kind === 'put') versions.set(vkey, (versions.get(vkey) ?? 0) + 1);
+            }
             resolve();
           });
         },

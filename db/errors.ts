@@ -101,6 +101,12 @@ export function classifyDbError(e: unknown): DbFault {
   }
   // The connection ended under a query in flight.
   if (/Connection terminated|Connection ended unexpectedly/i.test(msg)) return 'lost';
+  // Citus, a shard move's switch-over (docs/scale-out.md): a write delegated to the shard's
+  // old node reached it after the shard had moved, and its statements, no longer local there,
+  // were refused as nested distributed queries. The transaction rolled back, but the answer is
+  // 503 with outcome unknown (never wrong): sent again with its Idempotency-Key it reaches the
+  // new node and gets its one answer.
+  if (/cannot execute a distributed query from a query on a shard/.test(msg)) return 'lost';
   return null;
 }
 
