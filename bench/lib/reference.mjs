@@ -99,14 +99,14 @@ const GET = {
   rowMode: 'array',
 };
 
-// One history row as the API renders it (keys in the same order; nulls left out; the time to
-// the nearest millisecond, as the gateway's epoch-milliseconds read rounds it).
+// One history row as the API renders it (keys in the same order; nulls left out; the time cut
+// to the millisecond, as the gateway renders it since migration 0025).
 const HISTORY_ROW_JSON = `json_strip_nulls(json_build_object(
     'seq', h.id, 'field', h.field, 'op', h.op, 'version', h.version, 'record_version', h.record_version,
     'value', h.value, 'value_size', h.value_size, 'value_sha256', h.value_sha256, 'author', h.author,
     'identity_strength', h.identity_strength, 'evidence', h.evidence, 'expected_version', h.expected_version,
     'based_on', h.based_on, 'invocation', h.invocation, 'outcome', h.outcome,
-    'created_at', to_char((h.created_at + interval '500 microseconds') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"')))`;
+    'created_at', to_char(h.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"')))`;
 
 // The newest `limit` rows rendered at read time, the page assembled by PostgreSQL as one text.
 const HISTORY = {

@@ -105,7 +105,8 @@ describe('reconcileClasses', () => {
     const recs = await db.pool.query(`select rid from records where class = 'incident'`);
     expect(recs.rows.map((r) => r.rid)).toEqual(['r1']);
     const rec = await db.readRecord('incident', 'r1', { fields: null, entriesLimit: null, entriesBeforeSeq: null, maxBytes: 1 << 24 });
-    expect(rec?.fields.map((f) => [f.name, f.value])).toEqual([['title', 'hello']]);
+    // A get's read hands values over as their stored JSON text (FieldRow.valueText).
+    expect(rec?.fields.map((f) => [f.name, f.valueText === undefined ? f.value : JSON.parse(f.valueText)])).toEqual([['title', 'hello']]);
 
     // Still gone on the next reconcile without it; records still there.
     await reconcileClasses(db, source([b]), log);
