@@ -3,7 +3,7 @@
  * 150 Server-Sent-Events clients (raw sockets that stop reading once the stream opened) and
  * 40 grpc-js clients whose Watch call is paused, all resuming a record with 16 MiB of
  * history from its start. The gateway must catch each of them up only as its socket drains,
- * so its resident memory stays under 400 MB (VmHWM: the peak, read from /proc) however many
+ * so its resident memory stays under 450 MB (VmHWM: the peak, read from /proc) however many
  * such readers there are; afterwards a client that reads gets the whole history.
  *
  * Before: the same scenario took the gateway from 169 MB to 2.8 GB (each stream held its
@@ -31,7 +31,11 @@ const GRPC_STREAMS = 40;
 /** 64 changes of 256 KiB: 16 MiB of history on one record. */
 const CHANGES = 64;
 const VALUE = 'x'.repeat(256 * 1024);
-const LIMIT_MB = 400;
+// The bound the issue-31 fix is held to. Node 20 peaks near 330 MB here (328 idle); Node 24's V8
+// holds more young-generation garbage under the same old-space cap (393-395 MB idle, 418 MB
+// once in a loaded CI run, at this commit and at the one before today's changes alike), so
+// the bound leaves room for that. Without the per-stream bound the peak was 2.8 GB.
+const LIMIT_MB = 450;
 
 let work: string;
 let db: TestDb;
