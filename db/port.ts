@@ -615,15 +615,79 @@ export class StorageFault extends Error {
 }
 
 /**
- * A position in the change log (migration 0007): every applied change at or below it, in
- * `(tx, id)` order, has been read. `tx` is the writing transaction's xid8 as decimal text
- * (it can pass 2^53).
+ * Positions in the class change log (migration 0007; issue 35 for Citus), pure helpers (here, the only db module handlers may import).
+ *
+ * A history row's `tx` is a transaction id of the node that wrote it: on plain PostgreSQL one
+ * server, on Citus the worker holding the record's shard (its write functions are delegated
+ * there). Transaction ids of different nodes are not comparable, so a position is a vector:
+ * one `(tx, id)` per node group. The group of a row is its history id's high bits: Citus draws
+ * a distributed table's identity on each node from that node's own range (`group << 48`), and
+ * on plain PostgreSQL every id is below 2^48, so everything is group 0 and a position is the
+ * single `(tx, id)` it always was. A group missing from a position means nothing of that
+ * group has been read (below every row).
  */
-export interface LogPosition {
+
+/** One node group's part of a position: every change of that group at or below `(tx, id)` has been read. */
+export interface NodePos {
+  /** A transaction id (xid8) as decimal text (it can pass 2^53). */
   tx: string;
   id: number;
 }
 
+/** A position in the change log: per node group (decimal text), the last `(tx, id)` read. */
+export type LogPosition = Readonly<Record<string, NodePos>>;
+
+/** History ids of node group g start at g * 2^48 (Citus's per-node identity ranges). */
+export const GROUP_SPAN = 2 ** 48;
+
+/** The node group whose transaction ids a history row's `tx` belongs to. */
+export function groupOf(id: number): string {
+  return id < GROUP_SPAN ? '0' : String(Math.floor(id / GROUP_SPAN));
+}
+
+/** `(tx, id)` order within one group. */
+export function compareNode(a: NodePos, b: NodePos): number {
+  if (a.tx !== b.tx) {
+    const ta = BigInt(a.tx);
+    const tb = BigInt(b.tx);
+    if (ta !== tb) return ta < tb ? -1 : 1;
+  }
+  return a.id - b.id;
+}
+
+/** Whether `pos` already holds the row at `(tx, id)` (read at or before it). */
+export function covers(pos: LogPosition, row: NodePos): boolean {
+  const p = pos[groupOf(row.id)];
+  return p !== undefined && compareNode(row, p) <= 0;
+}
+
+/** `pos` moved to the row at `(tx, id)` in its group (a new object). */
+export function advance(pos: LogPosition, row: NodePos): LogPosition {
+  return { ...pos, [groupOf(row.id)]: { tx: row.tx, id: row.id } };
+}
+
+/** Whether `a` is past `b` in some group (a group missing counts as below everything). */
+export function ahead(a: LogPosition, b: LogPosition): boolean {
+  for (const g of Object.keys(a)) {
+    const q = b[g];
+    if (q === undefined || compareNode(a[g], q) > 0) return true;
+  }
+  return false;
+}
+
+/** The later of `a` and `b` in every group. */
+export function join(a: LogPosition, b: LogPosition): LogPosition {
+  if (!ahead(b, a)) return a;
+  if (!ahead(a, b)) return b;
+  const out: Record<string, NodePos> = { ...a };
+  for (const g of Object.keys(b)) if (out[g] === undefined || compareNode(b[g], out[g]) > 0) out[g] = b[g];
+  return out;
+}
+
+/** The groups of a position in a fixed order (numeric). */
+export function groups(pos: LogPosition): string[] {
+  return Object.keys(pos).sort((x, y) => Number(x) - Number(y));
+}
 /** One applied change, as the change log and a record's history give it. */
 export interface ChangeRow extends WrittenRow {
   /** Log position; null on a row written before migration 0007 (per-record reads only). */

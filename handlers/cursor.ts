@@ -6,6 +6,7 @@
  * job on the thread pool per call, ~24 µs of CPU alone and ~12% of a history page's gateway
  * CPU under 16 clients, where this, with the key's HMAC state kept, is ~2 µs.
  */
+import { groups, type LogPosition, type NodePos } from '../db/port.js';
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { SvcError } from './errors.js';
@@ -102,17 +103,27 @@ export async function decodeCursor(
 
 /** A class watch's position (issue 16): a change log position and the time of its change. */
 export interface WatchCursor {
-  /** The transaction id (xid8, decimal text). */
-  tx: string;
-  id: number;
+  /** The log position: per node group, a transaction id (xid8, decimal text) and a history id. */
+  pos: LogPosition;
   /** Epoch milliseconds of the change it points at (the database clock), or of the stream's start. */
   at: number;
 }
 
-/** A class watch cursor: signed like the others, bound to its class. */
+/** Node groups a cursor may name (a Citus cluster's nodes; far more than any has). */
+const MAX_GROUPS = 256;
+
+/**
+ * A class watch cursor: signed like the others, bound to its class. A position of group 0
+ * alone (plain PostgreSQL) keeps the original form `x`, `p` (cursors issued before issue 35
+ * stay valid and new ones read the same); several groups (Citus) are `v: [[group, tx, id], ...]`.
+ */
 export function encodeWatchCursor(secret: string, cls: string, c: WatchCursor): Promise<string> {
-  return sign(secret, { t: 'watch', b: cls, x: c.tx, p: c.id, a: c.at });
+  const gs = groups(c.pos);
+  if (gs.length === 1 && gs[0] === '0') return sign(secret, { t: 'watch', b: cls, x: c.pos['0'].tx, p: c.pos['0'].id, a: c.at });
+  return sign(secret, { t: 'watch', b: cls, v: gs.map((g) => [Number(g), c.pos[g].tx, c.pos[g].id]), a: c.at });
 }
+
+const TX = /^\d{1,20}$/;
 
 /** Verify and decode a class watch cursor; MALFORMED unless this service issued it for `cls`. */
 export async function decodeWatchCursor(secret: string, cursor: string, cls: string, where: Record<string, unknown>): Promise<WatchCursor> {
@@ -122,9 +133,21 @@ export async function decodeWatchCursor(secret: string, cursor: string, cls: str
       'The `from` cursor (or Last-Event-ID) was not issued by this service for this class; send the id of an event of this class watch.',
       where,
     );
-  const p = (await verified(secret, cursor)) as { t?: unknown; b?: unknown; x?: unknown; p?: unknown; a?: unknown } | undefined;
+  const p = (await verified(secret, cursor)) as { t?: unknown; b?: unknown; x?: unknown; p?: unknown; a?: unknown; v?: unknown } | undefined;
   if (p === undefined || p === null || typeof p !== 'object') throw bad();
-  if (p.t !== 'watch' || p.b !== cls || typeof p.x !== 'string' || !/^\d{1,20}$/.test(p.x)) throw bad();
-  if (!Number.isSafeInteger(p.p) || !Number.isSafeInteger(p.a)) throw bad();
-  return { tx: p.x, id: p.p as number, at: p.a as number };
+  if (p.t !== 'watch' || p.b !== cls || !Number.isSafeInteger(p.a)) throw bad();
+  if (p.v === undefined) {
+    if (typeof p.x !== 'string' || !TX.test(p.x) || !Number.isSafeInteger(p.p)) throw bad();
+    return { pos: { '0': { tx: p.x, id: p.p as number } }, at: p.a as number };
+  }
+  if (!Array.isArray(p.v) || p.v.length > MAX_GROUPS) throw bad();
+  const pos: Record<string, NodePos> = {};
+  for (const e of p.v as unknown[]) {
+    if (!Array.isArray(e) || e.length !== 3) throw bad();
+    const [g, tx, id] = e as unknown[];
+    if (!Number.isSafeInteger(g) || (g as number) < 0 || (g as number) > 65_535 || typeof tx !== 'string' || !TX.test(tx) || !Number.isSafeInteger(id)) throw bad();
+    if (pos[String(g)] !== undefined) throw bad();
+    pos[String(g)] = { tx, id: id as number };
+  }
+  return { pos, at: p.a as number };
 }

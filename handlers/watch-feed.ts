@@ -27,7 +27,8 @@ export type FeedEnd = 'slow' | 'shutdown' | 'closed' | 'recreated' | 'revoked' |
 
 /** What a subscription yields. */
 export type FeedItem =
-  | { type: 'change'; row: ChangeRow }
+  /** `pos`: a class stream's position right after the change (its cursor). */
+  | { type: 'change'; row: ChangeRow; pos?: LogPosition }
   /** Nothing happened for the heartbeat interval. */
   | { type: 'heartbeat' }
   | { type: 'end'; reason: FeedEnd };

@@ -13,7 +13,7 @@
  * field the caller's role may not read is left out, premises on such fields too.
  */
 import * as v from 'valibot';
-import type { ChangeRow, LogPosition } from '../db/port.js';
+import { groupOf, type ChangeRow, type LogPosition } from '../db/port.js';
 import type { Ctx } from './context.js';
 import { decodeWatchCursor, encodeWatchCursor } from './cursor.js';
 import { SvcError } from './errors.js';
@@ -126,44 +126,43 @@ export async function watchClass(ctx: Ctx, input: WatchClassInput): Promise<Outc
     if (c.at < cutoff) {
       // Like the Kubernetes API's 410 Gone: the client re-reads what it needs, then resumes here.
       const first = await feed.oldest(input.class, new Date(cutoff));
-      const oldest = await encodeWatchCursor(key, input.class, {
-        tx: first.pos.tx,
-        id: first.pos.id,
-        at: Math.max(first.at.getTime(), cutoff),
-      });
+      const oldest = await encodeWatchCursor(key, input.class, { pos: first.pos, at: Math.max(first.at.getTime(), cutoff) });
       throw new SvcError(
         'EXPIRED',
         `The cursor is older than the change log's retained window (${Math.round(retentionMs / 1000)}s); re-read the records you need, then watch from \`oldest\` (or without \`from\`).`,
         { class: input.class, oldest },
       );
     }
-    after = { tx: c.tx, id: c.id };
+    after = c.pos;
     at = c.at;
   }
   const sub = await feed.subscribe({ kind: 'class', class: input.class, after }, ctx.identity.author);
   const start = sub.start!;
   const open: WatchItem = {
     type: 'open',
-    id: await encodeWatchCursor(key, input.class, { tx: start.tx, id: start.id, at }),
+    id: await encodeWatchCursor(key, input.class, { pos: start, at }),
     data: { class: input.class },
   };
   return {
     body: {},
-    stream: render(ctx, access, sub, open, (row) => classCursor(key, row)),
+    stream: render(ctx, access, sub, open, (row, pos) => classCursor(key, row, pos)),
   };
 }
 
 /**
- * A change's class cursor, computed once per change and key: the hub hands every
- * subscriber of a class the same row object, so a fan-out to N watchers signs it once,
- * not N times (an HMAC per delivered event was a sixth of the gateway's fan-out CPU).
+ * A change's class cursor: the stream's position right after it, computed once per position
+ * and key. The hub hands every live subscriber of a class the same position object for a
+ * change, so a fan-out to N watchers signs it once, not N times (an HMAC per delivered event
+ * was a sixth of the gateway's fan-out CPU).
  */
-const cursors = new WeakMap<ChangeRow, { key: string; id: Promise<string> }>();
-function classCursor(key: string, row: ChangeRow): Promise<string> {
-  const hit = cursors.get(row);
+const cursors = new WeakMap<LogPosition, { key: string; id: Promise<string> }>();
+function classCursor(key: string, row: ChangeRow, pos: LogPosition | undefined): Promise<string> {
+  const at = row.created_at.getTime();
+  if (!pos) return encodeWatchCursor(key, row.class, { pos: { [groupOf(row.id)]: { tx: row.tx!, id: row.id } }, at });
+  const hit = cursors.get(pos);
   if (hit && hit.key === key) return hit.id;
-  const id = encodeWatchCursor(key, row.class, { tx: row.tx!, id: row.id, at: row.created_at.getTime() });
-  cursors.set(row, { key, id });
+  const id = encodeWatchCursor(key, row.class, { pos, at });
+  cursors.set(pos, { key, id });
   return id;
 }
 
@@ -202,7 +201,7 @@ function firstOf<T>(p: Promise<T>, ms: number): Promise<T | null> {
  * the feed's maxAgeMs (spread over its last tenth, so streams opened together do not all
  * end together), then ends `max_age` and the client resumes with its last id.
  */
-function render(ctx: Ctx, initial: Access, sub: Subscription, open: WatchItem, idOf: (row: ChangeRow) => Promise<string>): WatchStream {
+function render(ctx: Ctx, initial: Access, sub: Subscription, open: WatchItem, idOf: (row: ChangeRow, pos: LogPosition | undefined) => Promise<string>): WatchStream {
   let access = initial;
   let checkedAt = Date.now();
   const endAt = Date.now() + (ctx.watch?.maxAgeMs ?? Infinity) * (1 - Math.random() / 10);
@@ -282,7 +281,7 @@ function render(ctx: Ctx, initial: Access, sub: Subscription, open: WatchItem, i
         if (item.type === 'heartbeat') yield item;
         else {
           const data = renderChange(item.row, access);
-          if (data) yield { type: 'change', id: await idOf(item.row), data };
+          if (data) yield { type: 'change', id: await idOf(item.row, item.pos), data };
         }
       }
     } finally {

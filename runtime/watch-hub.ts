@@ -24,7 +24,7 @@
  * Runtime-neutral (timers only, no Node module); the Node gateway builds one in
  * runtime/services.ts. The Workers adapter has no long-lived process and builds none.
  */
-import type { ChangeLog, ChangeRow, LogPosition } from '../db/port.js';
+import { advance, ahead, covers, join, type ChangeLog, type ChangeRow, type LogPosition } from '../db/port.js';
 import type { Logger } from '../handlers/context.js';
 import { SvcError } from '../handlers/errors.js';
 import type { FeedItem, FeedEnd, Subscription, WatchFeed, WatchFrom } from '../handlers/watch-feed.js';
@@ -77,15 +77,14 @@ export const PRESSURE_MS = 2_000;
  */
 export const LIVE_QUEUE_BYTES = 16 * 1024 * 1024;
 
-/** Positions in log order: by transaction, then history id. */
-export function comparePos(a: LogPosition, b: LogPosition): number {
-  const ta = BigInt(a.tx);
-  const tb = BigInt(b.tx);
-  if (ta !== tb) return ta < tb ? -1 : 1;
-  return a.id - b.id;
-}
+/** A row's `(tx, id)` in its node group (class log rows always have a tx). */
+const nodePos = (r: ChangeRow) => ({ tx: r.tx!, id: r.id });
 
-const posOf = (r: ChangeRow): LogPosition => ({ tx: r.tx!, id: r.id });
+/**
+ * The hub's position right after each live row it fanned out: a class stream's cursor for it
+ * when the stream had read no further elsewhere (one object, so it is signed once for all).
+ */
+const hubAfter = new WeakMap<ChangeRow, LogPosition>();
 
 class Sub implements Subscription {
   start: LogPosition | null = null;
@@ -101,6 +100,8 @@ class Sub implements Subscription {
   /** class: the hub's position when it subscribed, where its own reads stop. */
   target: LogPosition | null = null;
   readonly queue: ChangeRow[] = [];
+  /** class: the stream's position right after each queued row (its cursor). */
+  readonly posAfter = new WeakMap<ChangeRow, LogPosition>();
   /** Live changes that came while catching up. */
   readonly buffer: ChangeRow[] = [];
   /** How often the buffer overflowed and was dropped (a record's reads then go on once more). */
@@ -145,7 +146,7 @@ class Sub implements Subscription {
         for (const r of this.buffer) this.bytes -= r.bytes;
         this.buffer.length = 0;
         this.dropped++;
-        if (this.from.kind === 'class') this.target = posOf(row);
+        if (this.from.kind === 'class') this.target = hubAfter.get(row) ?? this.target;
         return;
       }
       this.buffer.push(row);
@@ -187,8 +188,13 @@ class Sub implements Subscription {
       this.lastId = row.id;
       this.lastTx = row.tx;
     } else {
-      if (this.lastPos && comparePos(posOf(row), this.lastPos) <= 0) return false;
-      this.lastPos = posOf(row);
+      if (this.lastPos && covers(this.lastPos, nodePos(row))) return false;
+      // The hub's position after the row holds for a live stream (it had every earlier row of
+      // the class); only a stream that started further on in some group keeps its own.
+      const hub = hubAfter.get(row);
+      const own = advance(this.lastPos ?? {}, nodePos(row));
+      this.lastPos = hub === undefined ? own : ahead(own, hub) ? join(own, hub) : hub;
+      this.posAfter.set(row, this.lastPos);
     }
     this.queue.push(row);
     return true;
@@ -253,7 +259,7 @@ class Sub implements Subscription {
         this.bytes -= row.bytes;
         this.inflight = row.bytes;
         this.handedAt = Date.now();
-        return { type: 'change', row };
+        return { type: 'change', row, pos: this.posAfter.get(row) };
       }
       if (this.mode === 'catchup') {
         await this.catchUp();
@@ -317,7 +323,10 @@ class Sub implements Subscription {
         this.lastRv = r.record_version;
         this.lastId = r.id;
         this.lastTx = r.tx;
-      } else this.lastPos = posOf(r);
+      } else {
+        this.lastPos = advance(this.lastPos!, nodePos(r));
+        this.posAfter.set(r, this.lastPos);
+      }
       this.queue.push(r);
       this.own.add(r);
       this.bytes += r.bytes;
@@ -326,7 +335,7 @@ class Sub implements Subscription {
     // Live changes dropped while this read ran may have committed after its snapshot: read again.
     if (this.dropped !== dropped) return;
     // Caught up: what arrived live meanwhile follows, without what the reads already gave.
-    if (this.from.kind === 'class' && this.target && comparePos(this.target, this.lastPos!) > 0) this.lastPos = this.target;
+    if (this.from.kind === 'class' && this.target) this.lastPos = join(this.lastPos!, this.target);
     this.mode = 'live';
     const pending = this.buffer.splice(0);
     if (this.from.kind === 'record') pending.sort((a, b) => a.record_version - b.record_version || a.id - b.id);
@@ -390,8 +399,10 @@ export class ChangeHub implements WatchFeed {
   async oldest(cls: string, since: Date): Promise<{ pos: LogPosition; at: Date }> {
     const first = await this.log.firstChangeSince(cls, since);
     // Just before it: its own transaction's earlier rows are in the window too (same created_at).
-    if (first) return { pos: { tx: first.pos.tx, id: first.pos.id - 1 }, at: first.created_at };
-    return { pos: this.pos ?? (await this.log.logHead()), at: new Date() };
+    const head = this.pos ?? (await this.log.logHead());
+    // Per node group: just before its first change in the window, or where the log is now.
+    if (first) return { pos: { ...head, ...first.pos }, at: first.created_at };
+    return { pos: head, at: new Date() };
   }
 
   async subscribe(from: WatchFrom, owner: string): Promise<Subscription> {
@@ -419,7 +430,7 @@ export class ChangeHub implements WatchFeed {
       sub.start = from.after ?? pos;
       sub.lastPos = sub.start;
       sub.target = pos;
-      if (comparePos(sub.start, pos) >= 0) sub.mode = 'live';
+      if (!ahead(pos, sub.start)) sub.mode = 'live';
     } else {
       sub.lastRv = from.afterRecordVersion;
     }
@@ -541,10 +552,12 @@ export class ChangeHub implements WatchFeed {
       });
       if (this.pos !== from) return; // stopped (and maybe restarted) meanwhile
       for (const r of rows) {
+        const next = advance(this.pos, nodePos(r));
+        hubAfter.set(r, next);
         for (const sub of [...(this.byClass.get(r.class) ?? [])]) sub.offer(r);
-        this.pos = posOf(r);
+        this.pos = next;
       }
-      if (frontier && comparePos(frontier, this.pos) > 0) this.pos = frontier;
+      if (frontier) this.pos = join(this.pos, frontier);
       more = frontier === null;
       this.failures = 0;
     } catch (e) {

@@ -4,7 +4,7 @@
  * applied history by record version.
  */
 import { sql, type Kysely } from 'kysely';
-import type { ChangeRow, LogPosition } from '../port.js';
+import { groupOf, type ChangeRow, type LogPosition, type NodePos } from '../port.js';
 import { HISTORY_BYTES } from './conn.js';
 import type { Database } from './schema.js';
 import { notPurged } from './sweep.js';
@@ -27,30 +27,71 @@ function mapChange({ sz, ...r }: ChangeColumns): ChangeRow {
 /** Every transaction below the oldest one running has finished: the frontier is just under it. */
 const FRONTIER = sql<string>`(pg_snapshot_xmin(pg_current_snapshot())::text::numeric - 1)::text`;
 
+/** A group's frontier component: past any id of a transaction at or below `tx`. */
+const top = (tx: string): NodePos => ({ tx, id: Number.MAX_SAFE_INTEGER });
+
+/** Below every row of a group (a position that lacks it). */
+const BOTTOM: NodePos = { tx: '0', id: -1 };
+
+/**
+ * Citus (issue 35): each node group's oldest running transaction, read on every node with
+ * `run_command_on_all_nodes` (and on this one, the coordinator, in case it is not in the
+ * metadata). Every transaction of group g below its xmin has finished, so a later read sees
+ * all of its rows: read first, then the rows. A node that does not answer fails the read
+ * (a frontier guessed without it could skip its rows).
+ */
+async function nodeXmins(db: Kysely<Database>): Promise<Map<string, bigint>> {
+  const res = await sql<{ g: string; xmin: string | null; ok: boolean }>`
+    select n.groupid::text as g, r.result as xmin, r.success as ok
+    from run_command_on_all_nodes($$select pg_snapshot_xmin(pg_current_snapshot())::text$$) r
+    join pg_dist_node n on n.nodeid = r.nodeid
+    where n.noderole = 'primary'
+    union all
+    select (select groupid from pg_dist_local_group)::text, pg_snapshot_xmin(pg_current_snapshot())::text, true`.execute(db);
+  const out = new Map<string, bigint>();
+  for (const r of res.rows) {
+    if (!r.ok || r.xmin === null || !/^\d+$/.test(r.xmin)) throw new Error(`change log: node group ${r.g} did not give its oldest running transaction (${r.xmin ?? 'no answer'})`);
+    const x = BigInt(r.xmin);
+    const had = out.get(r.g);
+    if (had === undefined || x < had) out.set(r.g, x);
+  }
+  return out;
+}
+
 /**
  * The log's frontier now, past any id (no row of the transaction just under the oldest running
- * one can come after it).
+ * one can come after it); on Citus one component per node group.
  */
-export async function logHead(db: Kysely<Database>): Promise<LogPosition> {
+export async function logHead(db: Kysely<Database>, citus = false): Promise<LogPosition> {
+  if (citus) {
+    const pos: Record<string, NodePos> = {};
+    for (const [g, x] of await nodeXmins(db)) pos[g] = top((x - 1n).toString());
+    return pos;
+  }
   const res = await sql<{ tx: string }>`select ${FRONTIER} as tx`.execute(db);
-  return { tx: res.rows[0].tx, id: Number.MAX_SAFE_INTEGER };
+  return { '0': top(res.rows[0].tx) };
 }
 
 /** A row of readLog: the frontier on every row, a change on each but the one of an empty read. */
 type LogRow = { frontier: string; candidates: number } & (ChangeColumns | { id: null });
 
 /**
- * Applied changes of `classes` after `after` (and at most `upTo`), in `(tx, id)` order, only
- * below the oldest transaction still running, within `limit` and `maxBytes` (the first always);
- * `frontier` when the read was complete.
+ * Applied changes of `classes` after `after` (and at most `upTo`), in `(tx, id)` order per node
+ * group, only below each group's oldest transaction still running, within `limit` and
+ * `maxBytes` (the first always); `frontier` when the read was complete.
  */
 export async function readLog(
   db: Kysely<Database>,
   classes: string[],
   after: LogPosition,
   opts: { upTo: LogPosition | null; limit: number; maxBytes: number },
+  citus = false,
 ): Promise<{ rows: ChangeRow[]; frontier: LogPosition | null }> {
-  const upTo = opts.upTo ? sql`and (h.tx, h.id) <= (${opts.upTo.tx}::xid8, ${opts.upTo.id}::bigint)` : sql``;
+  if (citus) return readLogByNode(db, classes, after, opts);
+  const from = after['0'] ?? BOTTOM;
+  const until = opts.upTo ? opts.upTo['0'] : null;
+  if (opts.upTo && !until) return { rows: [], frontier: null };
+  const upTo = until ? sql`and (h.tx, h.id) <= (${until.tx}::xid8, ${until.id}::bigint)` : sql``;
   // One index range of history_log per class, merged in (tx, id) order; only rows of
   // transactions below the oldest one still running (they can no longer change). One
   // statement, so one snapshot: the frontier and the rows agree.
@@ -66,7 +107,7 @@ export async function readLog(
         cross join lateral (
           select h.* from history h
           where h.class = c.name and h.outcome = 'applied'
-            and (h.tx, h.id) > (${after.tx}::xid8, ${after.id}::bigint) ${upTo}
+            and (h.tx, h.id) > (${from.tx}::xid8, ${from.id}::bigint) ${upTo}
             and h.tx < s.xmin
           order by h.tx, h.id
           limit ${opts.limit}) h
@@ -79,7 +120,73 @@ export async function readLog(
   const rows = changes.map(({ frontier: _f, candidates: _c, ...r }) => mapChange(r));
   const candidates = changes.length > 0 ? changes[0].candidates : 0;
   const complete = candidates < opts.limit && rows.length === candidates;
-  return { rows, frontier: complete ? { tx: res.rows[0].frontier, id: Number.MAX_SAFE_INTEGER } : null };
+  return { rows, frontier: complete ? { '0': top(res.rows[0].frontier) } : null };
+}
+
+/** The id range of node group `g`'s history rows (bigint text). */
+function groupRange(g: string): { lo: string; hi: string } {
+  const n = BigInt(g);
+  return { lo: (n << 48n).toString(), hi: ((n + 1n) << 48n).toString() };
+}
+
+/**
+ * Citus: each node group's rows read on their own, in that group's `(tx, id)` order below its
+ * xmin (read first), then merged: repeatedly the earliest-created head of the groups' rows
+ * (ties by group), so each group's rows keep their order and any prefix of the merge is a
+ * prefix of every group's. A record lives on one node, so its changes stay in record_version
+ * order; changes of records on different nodes come in creation order, to the nodes' clocks.
+ */
+async function readLogByNode(
+  db: Kysely<Database>,
+  classes: string[],
+  after: LogPosition,
+  opts: { upTo: LogPosition | null; limit: number; maxBytes: number },
+): Promise<{ rows: ChangeRow[]; frontier: LogPosition | null }> {
+  const xmins = await nodeXmins(db);
+  const gs = [...xmins.keys()].sort((a, b) => Number(a) - Number(b));
+  let complete = true;
+  const lists = await Promise.all(
+    gs.map(async (g) => {
+      const from = after[g] ?? BOTTOM;
+      const until = opts.upTo ? opts.upTo[g] : null;
+      if (opts.upTo && !until) return [];
+      const upTo = until ? sql`and (h.tx, h.id) <= (${until.tx}::xid8, ${until.id}::bigint)` : sql``;
+      const { lo, hi } = groupRange(g);
+      const res = await sql<ChangeColumns>`
+        select ${CHANGE_COLUMNS} from history h
+        where h.class = any(${classes}::text[]) and h.outcome = 'applied'
+          and h.id >= ${lo}::bigint and h.id < ${hi}::bigint
+          and (h.tx, h.id) > (${from.tx}::xid8, ${from.id}::bigint) ${upTo}
+          and h.tx < ${xmins.get(g)!.toString()}::xid8
+        order by h.tx, h.id
+        limit ${opts.limit}`.execute(db);
+      if (res.rows.length >= opts.limit) complete = false;
+      return res.rows.map(mapChange);
+    }),
+  );
+  const rows: ChangeRow[] = [];
+  const at = lists.map(() => 0);
+  let bytes = 0;
+  for (;;) {
+    let best = -1;
+    for (let i = 0; i < lists.length; i++) {
+      const r = lists[i][at[i]];
+      if (r && (best < 0 || r.created_at.getTime() < lists[best][at[best]].created_at.getTime())) best = i;
+    }
+    if (best < 0) break;
+    const r = lists[best][at[best]];
+    if (rows.length >= opts.limit || (rows.length > 0 && bytes + r.bytes > opts.maxBytes)) {
+      complete = false;
+      break;
+    }
+    rows.push(r);
+    bytes += r.bytes;
+    at[best]++;
+  }
+  if (!complete) return { rows, frontier: null };
+  const frontier: Record<string, NodePos> = {};
+  for (const g of gs) frontier[g] = top((xmins.get(g)! - 1n).toString());
+  return { rows, frontier };
 }
 
 /** Applied changes of one record with record_version above `afterRecordVersion`, in that order (rows of an expired record left out). */
@@ -111,12 +218,34 @@ export async function readRecordChanges(
   return res.rows.map(mapChange);
 }
 
-/** The first change of the class created at or after `since` (database clock), or null. */
-export async function firstChangeSince(db: Kysely<Database>, cls: string, since: Date): Promise<{ pos: LogPosition; created_at: Date } | null> {
-  const res = await sql<{ tx: string; id: number; created_at: Date }>`
-    select h.tx::text as tx, h.id, h.created_at from history h
-    where h.class = ${cls} and h.outcome = 'applied' and h.tx is not null and h.created_at >= ${since}
-    order by h.tx, h.id limit 1`.execute(db);
-  const r = res.rows[0];
-  return r ? { pos: { tx: r.tx, id: r.id }, created_at: r.created_at } : null;
+/**
+ * The first change of the class created at or after `since` (database clock), or null: the
+ * position just before it (on Citus, per node group: the first of each group that has one).
+ */
+export async function firstChangeSince(
+  db: Kysely<Database>,
+  cls: string,
+  since: Date,
+  citus = false,
+): Promise<{ pos: LogPosition; created_at: Date } | null> {
+  const gs = citus ? [...(await nodeXmins(db)).keys()] : [null];
+  const firsts = await Promise.all(
+    gs.map(async (g) => {
+      const range = g === null ? sql`` : sql`and h.id >= ${groupRange(g).lo}::bigint and h.id < ${groupRange(g).hi}::bigint`;
+      const res = await sql<{ tx: string; id: number; created_at: Date }>`
+        select h.tx::text as tx, h.id, h.created_at from history h
+        where h.class = ${cls} and h.outcome = 'applied' and h.tx is not null and h.created_at >= ${since} ${range}
+        order by h.tx, h.id limit 1`.execute(db);
+      return res.rows[0];
+    }),
+  );
+  const pos: Record<string, NodePos> = {};
+  let first: Date | null = null;
+  for (const r of firsts) {
+    if (!r) continue;
+    // Just before it: its own transaction's earlier rows are in the window too (same created_at).
+    pos[groupOf(r.id)] = { tx: r.tx, id: r.id - 1 };
+    if (first === null || r.created_at < first) first = r.created_at;
+  }
+  return first ? { pos, created_at: first } : null;
 }

@@ -12,6 +12,7 @@
 import { sql, type Kysely } from 'kysely';
 import {
   KeyRefusal,
+  StorageFault,
   type ClaimResult,
   type ClaimWrite,
   type KeyedRun,
@@ -63,6 +64,10 @@ export function literal(v: unknown): string {
   }
   if (typeof v === 'boolean') return v ? 'true' : 'false';
   if (typeof v === 'string') {
+    // The protocol's query text ends at its first NUL: inlined, a NUL would cut the statement
+    // (a syntax error, 500). As a bound parameter PostgreSQL refuses it as data (22021), so the
+    // same answer here: 400 MALFORMED (the handlers refuse NUL before; this is the net below).
+    if (v.includes('\u0000')) throw new StorageFault('data', new Error('a NUL character cannot be stored in text'));
     // As node-postgres's escapeLiteral: quotes doubled, backslashes doubled under E''.
     let hasBackslash = false;
     let out = "'";

@@ -377,11 +377,11 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
   // ---- the change log (migration 0007, issue 16) ------------------------------------------
 
   logHead() {
-    return this.guard(() => changeLog.logHead(this.kysely));
+    return this.guard(async () => changeLog.logHead(this.kysely, await this.conn.citus()));
   }
 
   readLog(classList: string[], after: LogPosition, opts: { upTo: LogPosition | null; limit: number; maxBytes: number }) {
-    return this.guard(() => changeLog.readLog(this.kysely, classList, after, opts));
+    return this.guard(async () => changeLog.readLog(this.kysely, classList, after, opts, await this.conn.citus()));
   }
 
   readRecordChanges(cls: string, rid: string, afterRecordVersion: number, opts: { limit: number; maxBytes: number }) {
@@ -389,7 +389,7 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
   }
 
   firstChangeSince(cls: string, since: Date) {
-    return this.guard(() => changeLog.firstChangeSince(this.kysely, cls, since));
+    return this.guard(async () => changeLog.firstChangeSince(this.kysely, cls, since, await this.conn.citus()));
   }
 
   // ---- the sweep -------------------------------------------------------------------------

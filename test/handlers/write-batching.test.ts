@@ -8,7 +8,7 @@
  * way. The gateway with batching on did batch (svc_write_batch_size), the other did not.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { startTestGateway, type TestGateway } from '../setup/gateway.js';
 
@@ -33,10 +33,19 @@ interface Run {
 
 const runs: Record<'on' | 'off', Run> = {} as never;
 
+/**
+ * On Citus (vitest.citus.config.ts) the gateway sends every write as its own statement whatever
+ * --write-batching says (a batch would span shards: docs/scale-out.md), so there the same
+ * history rules are checked with every write alone, and the pool is not held to 2 (it only
+ * made the batcher's lanes busy; through the coordinator 128 writers queued on 2 connections
+ * past the pool's wait and were answered 503).
+ */
+const CITUS = (inject('pgCitusWorkers') ?? []).length > 0;
+
 async function start(mode: 'on' | 'off'): Promise<Run> {
   // A pool of 2: writes queue once two are in flight (the batcher's lanes are the pool's
   // connections), which this file's writers, sharing the process with the gateway, reach.
-  const t = await startTestGateway([incident], { extraArgs: ['--write-batching', mode, '--db-pool-size', '2'] });
+  const t = await startTestGateway([incident], { extraArgs: ['--write-batching', mode, '--db-pool-size', CITUS ? '8' : '2'] });
   const sql = new pg.Client({ connectionString: t.db.url });
   await sql.connect();
   return { t, sql, attempts: [] };
@@ -70,7 +79,8 @@ async function batchSizes(r: Run): Promise<{ count: number; sum: number }> {
 }
 
 interface Row {
-  id: number;
+  /** Text: on Citus ids come from per-node sequences, past the int range. */
+  id: string;
   rid: string;
   outcome: string;
   version: number | null;
@@ -81,8 +91,8 @@ interface Row {
 
 async function historyOf(r: Run): Promise<Row[]> {
   const { rows } = await r.sql.query<Row>(
-    `select id::int, rid, outcome, version::int, record_version::int, value #>> '{}' as value, expected_version::int
-       from history where class = 'incident' and field = 'title' order by id`,
+    `select id::text as id, rid, outcome, version::int, record_version::int, value #>> '{}' as value, expected_version::int
+       from history h where class = 'incident' and field = 'title' order by h.id`,
   );
   return rows;
 }
@@ -148,9 +158,13 @@ describe.each(['on', 'off'] as const)('--write-batching %s', (mode) => {
     await checkRules(runs[mode]);
   });
 
-  test(mode === 'on' ? 'writes were coalesced into batches' : 'every write went alone', async () => {
+  test(mode === 'on' && !CITUS ? 'writes were coalesced into batches' : 'every write went alone', async () => {
     const { count, sum } = await batchSizes(runs[mode]);
-    if (mode === 'on') {
+    if (mode === 'on' && CITUS) {
+      // Asked to batch on Citus: each write went as a batch of one.
+      expect(sum).toBe((HOT_WRITERS + COLD_WRITERS) * ATTEMPTS);
+      expect(count).toBe(sum);
+    } else if (mode === 'on') {
       expect(count).toBeGreaterThan(0);
       expect(sum).toBe((HOT_WRITERS + COLD_WRITERS) * ATTEMPTS);
       expect(sum).toBeGreaterThan(count);

@@ -310,7 +310,7 @@ describe('operations: error answers', () => {
     const key = (await c.query(`select value from kslate_meta where key = 'cursor_key'`)).rows[0].value as string;
     await c.end();
     // A cursor this gateway could have issued for a change long before --watch-retention (1h).
-    const old = await encodeWatchCursor(key, 'ticket', { tx: '1', id: 0, at: Date.now() - 2 * 3_600_000 });
+    const old = await encodeWatchCursor(key, 'ticket', { pos: { '0': { tx: '1', id: 0 } }, at: Date.now() - 2 * 3_600_000 });
     const a = await call('alice', 'GET', '/v1/classes/{class}/watch', `/v1/classes/ticket/watch?from=${old}`);
     expectCode(a, 'EXPIRED');
     expect(typeof a.body.oldest).toBe('string');

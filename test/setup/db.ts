@@ -47,3 +47,22 @@ export async function freshDatabase(opts: { migrated?: boolean } = {}): Promise<
     },
   };
 }
+
+/**
+ * `update <table> set <set> where <where>` for a test that rewrites rows behind the gateway's
+ * back (backdating history to age it past a retention rule). On Citus an UPDATE through the
+ * coordinator refuses a STABLE function of a column (`created_at - interval ...`: time-zone
+ * dependent), so there it runs on every shard of the table (run_command_on_shards) — the
+ * same rows changed. `set` and `where` are SQL with literals inlined and no `%`.
+ */
+export async function updateRows(sql: pg.ClientBase, table: string, set: string, where: string): Promise<void> {
+  if (/%/.test(set + where)) throw new Error('updateRows: no % in set or where');
+  const citus = (await sql.query(`select 1 from pg_extension where extname = 'citus'`)).rowCount;
+  if (!citus) {
+    await sql.query(`update ${table} set ${set} where ${where}`);
+    return;
+  }
+  const { rows } = await sql.query(`select success, result from run_command_on_shards($1, $2)`, [table, `update %s set ${set} where ${where}`]);
+  const failed = rows.filter((r: { success: boolean }) => !r.success);
+  if (failed.length) throw new Error(`updateRows on the shards of ${table}: ${JSON.stringify(failed)}`);
+}

@@ -189,3 +189,14 @@ export function useGatewayWithSql(
     await t?.close();
   });
 }
+
+/**
+ * The write batcher's statements so far (svc_write_batch_size on the gateway's metrics port):
+ * how many were sent, and how many of them carried more than one write (a real batch).
+ */
+export async function writeBatches(t: TestGateway): Promise<{ statements: number; batches: number }> {
+  const text = await (await fetch(`${t.gw.metricsUrl}/metrics`)).text();
+  const num = (re: RegExp) => Number(re.exec(text)?.[1] ?? 0);
+  const statements = num(/^svc_write_batch_size_count (\S+)$/m);
+  return { statements, batches: statements - num(/^svc_write_batch_size_bucket\{le="1"\} (\S+)$/m) };
+}

@@ -334,11 +334,24 @@ test('a repeat while the first still runs is 409 IDEMPOTENCY_KEY_IN_USE with Ret
     const k = key();
     const args = { record: `pcase/${rid}`, field: 'title', value: 'b', expected_version: 1 };
     const first = send('http', 'alice', 'put', args, { key: k });
-    // Wait until the first holds the key and waits for the record's lock.
+    // Wait until the first holds the key and waits for the record's lock. On Citus the locks
+    // are taken on the nodes the write's statements reach (the key's advisory lock and the
+    // record's row wait may be on different nodes, in different backends): there, any granted
+    // advisory lock and any row wait in this test's database, on any node.
+    const citus = (await sql.query(`select 1 from pg_extension where extname = 'citus'`)).rowCount! > 0;
+    const onThisDb = `pid in (select pid from pg_stat_activity where datname = current_database())`;
+    const onAllNodes = async (q: string) => {
+      const here = Number((await sql.query(`select (${q}) as n`)).rows[0].n);
+      if (!citus) return here;
+      return here + Number((await sql.query(`select coalesce(sum(result::int), 0)::int as n from run_command_on_workers($q$${q}$q$)`)).rows[0].n);
+    };
     for (;;) {
-      const w = await sql.query(`select count(*)::int as n from pg_locks where locktype = 'advisory' and granted
-        and pid in (select pid from pg_locks where locktype in ('tuple', 'transactionid') and not granted)`);
-      if (w.rows[0].n > 0) break;
+      const waiting = citus
+        ? (await onAllNodes(`select count(*) from pg_locks where locktype = 'advisory' and granted and ${onThisDb}`)) > 0 &&
+          (await onAllNodes(`select count(*) from pg_locks where locktype in ('tuple', 'transactionid') and not granted and ${onThisDb}`)) > 0
+        : (await onAllNodes(`select count(*) from pg_locks where locktype = 'advisory' and granted
+            and pid in (select pid from pg_locks where locktype in ('tuple', 'transactionid') and not granted)`)) > 0;
+      if (waiting) break;
       await new Promise((r) => setImmediate(r));
     }
     const second = await send('http', 'alice', 'put', args, { key: k });

@@ -12,6 +12,7 @@ import { chromium as playwright, type Browser, type Page } from 'playwright-core
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createPool, PgDb } from '../../db/kysely/index.js';
 import { sweep } from '../../worker/sweep.js';
+import { updateRows } from '../setup/db.js';
 import { KEYS, quietLog, startTestGateway, type TestGateway } from '../setup/gateway.js';
 
 const ARTIFACTS = fileURLToPath(new URL('./artifacts/', import.meta.url));
@@ -34,7 +35,7 @@ beforeAll(async () => {
     const r = await t.call('alice', 'PUT', '/v1/records/notes/n-1/fields/title', { value: `draft ${v + 1}`, expected_version: v });
     expect(r.status).toBeLessThan(300);
   }
-  await sql.query(`update history set created_at = created_at - interval '2 hours' where class = 'notes' and rid = 'n-1' and version <= 3`);
+  await updateRows(sql, 'history', `created_at = created_at - interval '2 hours'`, `class = 'notes' and rid = 'n-1' and version <= 3`);
   expect((await t.call('alice', 'PUT', '/v1/records/notes/n-2/fields/title', { value: 'fresh', expected_version: 0 })).status).toBe(201);
   const report = await sweep({ db, log: quietLog, holder: 'test/ui/truncated' }, { steps: ['retention'] });
   expect(report.retention!.purged.get('notes')).toBe(3);

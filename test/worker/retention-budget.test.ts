@@ -25,8 +25,8 @@ async function seed(cls: string, records: number, rows: number) {
   await sql.query(`insert into classes (name, namespace, spec) values ($1, 'ns', $2::json)`, [cls, JSON.stringify(spec)]);
   await sql.query(`insert into records (class, rid, record_version) select $1, 'r' || g, $3 from generate_series(1, $2::int) g`, [cls, records, rows]);
   await sql.query(
-    `insert into fields (record_id, class, name, kind, value, version, record_version, updated_at)
-     select r.id, $1, 'a', 'versioned', '1'::json, $2, $2, now() from records r where r.class = $1`,
+    `insert into fields (rid, record_id, class, name, kind, value, version, record_version, updated_at)
+     select r.rid, r.id, $1, 'a', 'versioned', '1'::json, $2, $2, now() from records r where r.class = $1`,
     [cls, rows],
   );
   await sql.query(

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createPool, PgDb } from '../../db/kysely/index.js';
 import { createWorkerMetrics } from '../../runtime/worker-metrics.js';
 import { retentionRules, sweep, type SweepDeps } from '../../worker/sweep.js';
+import { updateRows } from '../setup/db.js';
 import { startTestGateway, quietLog, type ClassInput, type TestGateway } from '../setup/gateway.js';
 
 const roles = { crew: { subjects: ['apikey:alice', 'apikey:bob'], read: ['*'], write: ['*'] } };
@@ -57,7 +58,7 @@ const rows = async (c: string, id: string) =>
   (await sql.query(`select field, version, outcome, record_version from history where class = $1 and rid = $2 order by field, id`, [c, id])).rows;
 /** Pretend every history row of the record was written `seconds` ago. */
 const backdate = (c: string, id: string, seconds: number) =>
-  sql.query(`update history set created_at = created_at - make_interval(secs => $3) where class = $1 and rid = $2`, [c, id, seconds]);
+  updateRows(sql, 'history', `created_at = created_at - make_interval(secs => ${Number(seconds)})`, `class = ${pg.escapeLiteral(c)} and rid = ${pg.escapeLiteral(id)}`);
 
 test('keepLast keeps the newest rows per field; other fields and classes without history are left alone', async () => {
   await puts('last3', 'r1', 'a', 6);
@@ -178,7 +179,7 @@ test('a row kept only by a checkpoint is purged on the next sweep after the chec
 
 test('a class change from keep-forever to 7 days applies to existing rows on the next sweep', async () => {
   await puts('weekly', 'w', 'a', 4);
-  await sql.query(`update history set created_at = created_at - interval '8 days' where class = 'weekly' and rid = 'w' and version <= 3`);
+  await updateRows(sql, 'history', `created_at = created_at - interval '8 days'`, `class = 'weekly' and rid = 'w' and version <= 3`);
   await sweep(deps());
   expect(await rows('weekly', 'w')).toHaveLength(4); // kept forever
   await sql.query(`update classes set spec = $1 where name = 'weekly'`, [JSON.stringify({ fields, roles, history: { maxAge: '7d' } })]);
