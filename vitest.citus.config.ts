@@ -44,26 +44,75 @@ export const BEHAVIOUR = [
   'test/transports/record-ttl.test.ts',
   'test/handlers/response-budget.test.ts',
   'test/transports/parity.test.ts',
+  // The record and class watch (a log position per node group, merged; test/citus/class-watch.test.ts).
+  'test/watch/record.test.ts',
+  'test/watch/transaction.test.ts',
+  'test/watch/retention-window.test.ts',
+  'test/transports/mcp.test.ts',
+  'test/handlers/transaction.test.ts',
+  'test/handlers/render-agree.test.ts',
+  'test/transports/transaction.test.ts',
+  'test/transports/idempotency.test.ts',
+  'test/transports/history-truncated.test.ts',
+  'test/transports/mcp-resources.test.ts',
+  'test/transports/grpc-limits.test.ts',
+  'test/transports/grpc-trailers.test.ts',
+  'test/transports/grpc-health.test.ts',
+  'test/worker/retention.test.ts',
+  'test/worker/ttl-race.test.ts',
+  'test/ui/session.test.ts',
+  'test/ui/truncated.test.ts',
+  'test/db/named-query.test.ts',
+  'test/handlers/write-batching.test.ts',
+  'test/worker/expire.test.ts',
 ];
 
 /**
  * Behaviour files not yet run on Citus (issue 35, left to do), and why:
- * - grpc, mcp: their query cases pass on Citus (one creation order, migration 0017), but the
- *   rejected-credential budget cases (a second gateway on the loaded coordinator) did not
- *   see RATE_LIMITED there (not yet looked into);
- * - round-trips: asserts plain PostgreSQL plans (EXPLAIN of local tables);
- * - test/worker/expire: the sweep's expiry runs on Citus (one delegated call per shard,
- *   migration 0017; record-ttl and lapsed-gauges sweep there), but the 5,000-record case takes longer
- *   than its timeout through the loaded coordinator, and its held-row case counts every due
- *   record of the class, of which Citus leaves one behind from an earlier case (not yet found);
- * - test/watch and the class watch of the transports: the class change log is read in one
- *   node's transaction-id order (docs/scale-out.md; a cursor per node is not done yet).
+ * - round-trips: asserts plain PostgreSQL plans (EXPLAIN of local tables: `history_record`
+ *   index, `history_pkey` loops, generic plans in pg_prepared_statements). Its statement
+ *   counts hold on Citus too, but the plan half needs the Citus form (one delegated call;
+ *   EXPLAIN of the worker's task) - not written yet.
+ * - retention-budget: its wall-clock case (a sweep stays under 2.5 s on a 1 s budget) saw one
+ *   1,000-row `fields` walk batch take 3.1-5.0 s through the coordinator (load average ~20 on 2
+ *   cores): one batch is the sweep's unit of work, so on Citus the batch or the budget needs
+ *   sizing per shard first. Its purge case passes on Citus.
+ * - durability: relaxed writes are strict on Citus by design (db/kysely/conn.ts `relaxable`:
+ *   the coordinator's SET LOCAL does not reach the worker that commits), and its probe is a
+ *   trigger on `history`, which Citus refuses on a distributed table.
+ * - write-batch, write-batch-durability (test/db): drive the port's batcher directly, which is
+ *   off on Citus (docs/scale-out.md "No coalesced writes"), with a probe trigger on a
+ *   distributed table; test/handlers/write-batching checks the Citus side (every write alone).
+ * - ui/console: its live cases read the record's watch stream, which rides the change log
+ *   (test/watch, i35watch); the countdown case fails as a knock-on (its 600 s lease is taken
+ *   in beforeAll and the two failing live cases' waits spend 78 s of it). Its other cases
+ *   pass on Citus. (ui/session and ui/truncated run.)
+ * - grpc: 25 of 26 cases pass on Citus; the rejected-credential budget case sent 2,000 wrong
+ *   keys over TLS in bursts of 100 and the gateway answered ~40 a second, under the bucket's
+ *   50/s refill, so no burst could spend it (load average ~20 on 2 cores; the check makes no
+ *   database call - on plain PostgreSQL the same case spends it in 3.4 s). mcp's case, the
+ *   same budget over HTTP, now passes on Citus.
+ * - the watch (i35watch; the class watch reads a position per node group, merged, and
+ *   test/citus/class-watch.test.ts passes): test/watch/class.test.ts passed 8 of 9 on Citus,
+ *   its 410 case's 1-second window elapsing before the oldest cursor was sent back at load
+ *   average 28 (the EXPIRED answer's per-node reads; not confirmed to be only that);
+ *   test/transports/grpc-watch.test.ts expects two streams resumed from one cursor to give
+ *   byte-equal event ids, which on Citus they need not be (each id carries its stream's own
+ *   position in the other nodes' logs; both resume right); test/transports/mcp-subscribe.test.ts
+ *   failed 2 cases (a 404 on the owed notification's GET stream, an idle-session timeout; not
+ *   yet looked into); the other test/watch files (limits, budgets, memory, fan-out) are
+ *   runtime behaviour not yet tried there.
+ * Runtime-only files with no database (surface, grpc-convert, ui/timeline, db/errors) stay in
+ * `npm test` only, like the others above.
  */
 export const NOT_YET = [
-  'test/transports/grpc.test.ts',
-  'test/transports/mcp.test.ts',
   'test/handlers/round-trips.test.ts',
-  'test/worker/expire.test.ts',
+  'test/worker/retention-budget.test.ts',
+  'test/transports/grpc.test.ts',
+  'test/handlers/durability.test.ts',
+  'test/db/write-batch.test.ts',
+  'test/db/write-batch-durability.test.ts',
+  'test/ui/console.test.ts',
 ];
 
 export default defineConfig({

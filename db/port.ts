@@ -52,6 +52,11 @@ export interface FieldRow {
   bytes?: number;
   /** A get's byte budget ran out before this field: its value was not read. */
   omitted?: boolean;
+  /**
+   * A get's value as its stored JSON text (`value` is then undefined): the answer carries it
+   * as is instead of parsing and re-serialising it (handlers/pipeline.ts fieldJson).
+   */
+  valueText?: string;
 }
 
 /** A get: which fields, how many entries, and the byte budget of the response. */
@@ -64,14 +69,6 @@ export interface ReadRecordOptions {
   entriesBeforeSeq: number | null;
   /** Fields (in name order) then entries are kept while their running size stays within this; the first of each always. */
   maxBytes: number;
-  /**
-   * Ask for the fields as the API's `fields` object, rendered for a reader who may read every
-   * field, with times in UTC (`RecordRow.fieldsText`; needs `fields`). Given only when the
-   * store may decide alone: the rows come back instead whenever the text cannot stand for
-   * them (a field over the budget, an append field, a premise list or invocation of another
-   * shape than the gateway writes).
-   */
-  rendered?: boolean;
 }
 
 export interface RecordRow {
@@ -85,8 +82,6 @@ export interface RecordRow {
   /** Its last applied write (the class ttl counts from it). */
   last_write_at?: Date;
   fields: FieldRow[];
-  /** The `fields` object as JSON text (ReadRecordOptions.rendered); `fields` is then empty. */
-  fieldsText?: string;
 }
 
 /** How a history row keeps the written value. */

@@ -4,7 +4,7 @@ import type { Ctx } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { SvcError } from './errors.js';
 import { parseDuration } from './class-schema.js';
-import { formatTime, MAX_RESPONSE_BYTES, TIME_ZONE_IS_UTC } from './format.js';
+import { formatTime, MAX_RESPONSE_BYTES } from './format.js';
 import { recordReads } from './inference.js';
 import { parseCount } from './limits.js';
 import {
@@ -14,10 +14,10 @@ import {
   checkRecordId,
   checkScopeOwner,
   readableFields,
+  fieldJson,
   renderField,
   requireReadable,
   jsonOutcome,
-  readsEveryField,
   resolveField,
   type Outcome,
 } from './pipeline.js';
@@ -96,30 +96,19 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
     entriesBeforeSeq = await decodeCursor(key, input.entries_before, { t: 'entries', b: binding(only) }, where);
   }
 
-  // The store may render the fields itself (ReadRecordOptions.rendered) when the answer needs
-  // nothing of this reader: a role that reads every field (so every premise shows), times in
-  // UTC, no scope whose reads are recorded, no append field (entries and their cursors).
-  const rendered =
-    TIME_ZONE_IS_UTC &&
-    !ctx.scope &&
-    readsEveryField(access) &&
-    names.every((n) => access.cls.fields.get(n)?.kind !== 'append');
   const row = await ctx.db.readRecord(input.class, input.id, {
     fields: names,
     entriesLimit,
     entriesBeforeSeq,
     maxBytes: MAX_RESPONSE_BYTES,
-    rendered,
   });
   if (!row) throw new SvcError('NOT_FOUND', `Record ${access.record} does not exist.`, where);
   // When the record expires (issue 37): its own expiry (ttl_seconds), else its last write plus the class ttl; absent when never.
   const ttlMs = access.cls.spec.ttl ? parseDuration(access.cls.spec.ttl) : null;
   const expiresAt = row.expires_at ?? (ttlMs && row.last_write_at ? new Date(row.last_write_at.getTime() + ttlMs) : null);
   const expires = expiresAt ? `,"expires_at":${JSON.stringify(formatTime(expiresAt))}` : '';
-  if (row.fieldsText !== undefined) {
-    return jsonOutcome(`{"record":${JSON.stringify(access.record)},"record_version":${row.record_version}${expires},"fields":${row.fieldsText}}`);
-  }
-  const fields: Record<string, unknown> = {};
+  // The answer is built as JSON text (values as stored: fieldJson), sent as it is over HTTP.
+  const parts: string[] = [];
   const omitted: string[] = [];
   const readable = (f: string) => canRead(access, f);
   for (const f of row.fields) {
@@ -127,19 +116,18 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
       omitted.push(f.name);
       continue;
     }
-    const out = renderField(f, formatTime, readable);
+    let text: string;
     if (f.entries_more) {
       // Older entries did not fit: continue from the oldest one returned (or from where this read began).
+      const out = renderField(f, formatTime, readable);
       const oldest = f.entries && f.entries.length > 0 ? f.entries[0].seq : (entriesBeforeSeq ?? f.version + 1);
       out.next_entries_before = await encodeCursor(key, { t: 'entries', b: binding(f.name), p: oldest });
-    }
-    fields[f.name] = out;
+      text = JSON.stringify(out);
+    } else text = fieldJson(f, formatTime, readable);
+    parts.push(`${JSON.stringify(f.name)}:${text}`);
   }
   const shown = row.fields.filter((f) => !f.omitted);
   await recordReads(ctx, input.class, shown.map((f) => ({ rid: input.id, field: f.name, version: f.version })));
-  const body: Record<string, unknown> = { record: access.record, record_version: row.record_version };
-  if (expiresAt) body.expires_at = formatTime(expiresAt);
-  body.fields = fields;
-  if (omitted.length > 0) body.omitted_fields = omitted;
-  return { body };
+  const rest = omitted.length > 0 ? `,"omitted_fields":${JSON.stringify(omitted)}` : '';
+  return jsonOutcome(`{"record":${JSON.stringify(access.record)},"record_version":${row.record_version}${expires},"fields":{${parts.join(',')}}${rest}}`);
 }

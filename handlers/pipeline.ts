@@ -576,9 +576,9 @@ interface Written {
 /**
  * Who wrote a value, as every object of the API built here shows it (a field of get and
  * query, an entry, a change of watch): `author`, `identity_strength`, `evidence`, in that
- * order, each left out when absent. History rows are rendered by PostgreSQL alone
- * (db/migrations/0008, 0014), and so is a get for a reader of every field
- * (db/kysely/record.ts); test/handlers/render-agree.test.ts holds them all to one another.
+ * order, each left out when absent. This is the one rendering of a field, an entry and a
+ * change; history rows are rendered by PostgreSQL alone (db/migrations/0008, 0014, 0025), and
+ * test/handlers/render-agree.test.ts holds the two to one another.
  */
 function writtenBy(out: Record<string, unknown>, r: Written): void {
   if (r.author) out.author = r.author;
@@ -638,4 +638,16 @@ export function renderField(f: FieldRow, fmt: (d: Date) => string, readable: (fi
   // decisions §5: a lease that expired and nobody reclaimed shows as lapsed until claimed.
   if (f.kind === 'task' && (f.lease_lapsed || (f.owner && !f.lease_held))) out.lease_lapsed = true;
   return out;
+}
+
+/**
+ * A field as JSON text (get): renderField's object, serialised. When the store gave the value
+ * as its stored JSON text (FieldRow.valueText) it goes into the text as it is, neither parsed
+ * nor re-serialised: renderWritten puts `value` first, the object leaves it out (undefined),
+ * and the text is put back at the front.
+ */
+export function fieldJson(f: FieldRow, fmt: (d: Date) => string, readable: (field: string) => boolean): string {
+  const json = JSON.stringify(renderField(f, fmt, readable));
+  if (f.valueText === undefined || f.kind === 'task' || f.kind === 'append') return json;
+  return `{"value":${f.valueText},${json.slice(1)}`;
 }

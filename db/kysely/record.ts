@@ -1,5 +1,5 @@
 /**
- * Reading a record: a get (its fields, rendered or as rows, and the entries of its append
+ * Reading a record: a get (its fields, values as their stored JSON text, and the entries of its append
  * fields within the response's byte budget) and a checkpoint load.
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
@@ -21,7 +21,7 @@ export function fieldColumns(value: RawBuilder<unknown> = sql`f.value`) {
 type PackedField = [
   name: string,
   kind: string,
-  value: unknown,
+  value: null, // values follow the array (readRecord)
   version: number,
   record_version: number,
   author: string | null,
@@ -87,7 +87,7 @@ const recordWith = (cls: string, rid: string, fields: RawBuilder<unknown>) => sq
         where r.class = ${cls} and r.rid = ${rid}`;
 
 /** A RecordRow from a get statement's head. */
-const recordRow = (r: RecordHead, cls: string, rid: string, fields: Pick<RecordRow, 'fields' | 'fieldsText'>): RecordRow => ({
+const recordRow = (r: RecordHead, cls: string, rid: string, fields: FieldRow[]): RecordRow => ({
   id: r.rec_id,
   class: cls,
   rid,
@@ -95,24 +95,23 @@ const recordRow = (r: RecordHead, cls: string, rid: string, fields: Pick<RecordR
   created_at: new Date(r.rec_created),
   expires_at: r.rec_expires === null ? null : new Date(Number(r.rec_expires)),
   last_write_at: new Date(Number(r.rec_last_write)),
-  ...fields,
+  fields,
 });
 
 export async function readRecord(c: Conn, cls: string, rid: string, opts: ReadRecordOptions): Promise<RecordRow | null> {
-  if (opts.rendered && opts.fields) {
-    const row = await readRecordRendered(c, cls, rid, opts.fields, opts.maxBytes);
-    // null: no such record; false: the fields need the rows (below).
-    if (row !== false) return row;
-  }
   const names = opts.fields;
   // One statement: the record and its fields (a row per field, or one row with null
   // field columns). Values come along only when all the fields fit the budget (nearly
   // always: a window over the whole set costs next to nothing). Otherwise fields are kept
   // in name order while their running size stays within maxBytes (the first always) and
   // only the kept ones' values are read, in a second statement; the rest come back `omitted`.
-  // The fields come as ONE json text (an array of arrays, times as epoch milliseconds),
-  // parsed once: the driver's per-row, per-column parsing (and its timestamp parser) cost
-  // more than the read itself.
+  // The fields come as ONE text, parsed once: the driver's per-row, per-column parsing (and
+  // its timestamp parser) cost more than the read itself. It is a JSON array of arrays
+  // (times as epoch milliseconds, no values), then, when all fit, each value's stored JSON
+  // text in name order, every part after a \x01: no JSON text holds a raw control character
+  // (PostgreSQL's json input refuses one; json_agg escapes them), so the split is exact, and
+  // the values reach the answer as they are stored, neither parsed nor re-serialised
+  // (FieldRow.valueText; docs/performance.md "Where a get's CPU goes").
   // The name filter is `array_position(...) is not null`, not `name = any(...)`: with
   // `= any($2)` PostgreSQL 18 estimates the generic plan (unknown array) above the custom
   // one once the fields table is large and skewed, so the plan cache re-planned this named
@@ -125,9 +124,10 @@ export async function readRecord(c: Conn, cls: string, rid: string, opts: ReadRe
     names ? [opts.maxBytes, names, cls, rid] : [opts.maxBytes, cls, rid],
     () =>
       recordWith(cls, rid, sql`select coalesce(json_agg(json_build_array(
-              x.name, x.kind, case when x.fits then x.value end, x.version, x.record_version, x.author, x.identity_strength,
+              x.name, x.kind, null, x.version, x.record_version, x.author, x.identity_strength,
               x.evidence, x.based_on, x.invocation, ${epochMs(sql`x.updated_at`)}, x.owner, ${epochMs(sql`x.lease_expires_at`)},
-              x.lease_lapsed, kslate_lease_held(x.owner, x.lease_expires_at, now()), x.sz, x.fits) order by x.name), '[]')::text
+              x.lease_lapsed, kslate_lease_held(x.owner, x.lease_expires_at, now()), x.sz, x.fits) order by x.name)::text, '[]')
+              || coalesce(string_agg(case when x.fits then chr(1) || coalesce(x.value::text, 'null') end, '' order by x.name), '')
            from (select f.*, ${FIELD_BYTES} as sz, sum(${FIELD_BYTES}) over () <= ${opts.maxBytes} as fits
                  from fields f
                  where ${recordFields(names)}) x`),
@@ -135,9 +135,15 @@ export async function readRecord(c: Conn, cls: string, rid: string, opts: ReadRe
   const r = res.rows[0];
   if (!r) return null;
   const id = r.rec_id;
-  const packed = JSON.parse(r.fields) as PackedField[];
+  const parts = r.fields.split('\x01');
+  const packed = JSON.parse(parts[0]) as PackedField[];
   const fields = packed.map(unpackField);
-  if (packed.length > 0 && !packed[0][16]) {
+  if (packed.length > 0 && packed[0][16]) {
+    for (let i = 0; i < fields.length; i++) {
+      fields[i].value = undefined;
+      fields[i].valueText = parts[i + 1];
+    }
+  } else if (packed.length > 0) {
     let running = 0;
     const kept: string[] = [];
     for (const f of fields) {
@@ -167,54 +173,7 @@ export async function readRecord(c: Conn, cls: string, rid: string, opts: ReadRe
       f.entries_more = list.length < wanted;
     }
   }
-  return recordRow(r, cls, rid, { fields });
-}
-
-/**
- * readRecord with `rendered` (ReadRecordOptions): the API's `fields` object as one JSON text
- * built by PostgreSQL (handlers/pipeline.ts renderField, for a reader who may read every
- * field, in UTC), the record's row and that text in one statement. A value is its stored
- * JSON text. false when the text cannot stand for the rows: the fields do not all fit
- * `maxBytes`, or one holds an append (entries), or `based_on` or `invocation` is not of the
- * shape the gateway writes (then renderField decides). One named statement per shape.
- * Whether all fit is a sum beside the string_agg, not readRecord's window (which marks each
- * row): the window's materialised pass cost ~10% of the statement's PostgreSQL CPU.
- */
-async function readRecordRendered(c: Conn, cls: string, rid: string, names: string[], maxBytes: number): Promise<RecordRow | null | false> {
-  const utc = (col: string) => sql.raw(`to_char(${col} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS')`);
-  const res = await c.named<RecordHead & { fields: string | null }>(
-    'kslate_read_record_rendered',
-    [maxBytes, names, cls, rid],
-    () =>
-      recordWith(cls, rid, sql`select case when coalesce(bool_and(x.plain) and sum(x.sz) <= ${maxBytes}, true) then
-              '{' || coalesce(string_agg(to_json(x.name)::text || ':{'
-                || case when x.kind <> 'task' then '"value":' || coalesce(x.value::text, 'null') || ',' else '' end
-                || '"version":' || x.version
-                || case when x.author <> '' then ',"author":' || to_json(x.author)::text else '' end
-                || case when x.identity_strength <> '' then ',"identity_strength":' || to_json(x.identity_strength)::text else '' end
-                || coalesce(',"evidence":' || to_json(x.evidence)::text, '')
-                || case when jsonb_typeof(x.based_on) = 'array' then ',"based_on":' || x.based_on::text else '' end
-                || case when json_typeof(x.invocation) in ('object', 'array') then ',"invocation":' || x.invocation::text else '' end
-                || ',"updated_at":"' || ${utc('x.updated_at')} || '+00:00"'
-                || case when x.kind = 'task' and x.owner <> '' and x.held
-                     then ',"owner":' || to_json(x.owner)::text
-                       || coalesce(',"lease_expires_at":"' || ${utc('x.lease_expires_at')} || '+00:00"', '')
-                     else '' end
-                || case when x.kind = 'task' and (x.lease_lapsed or (x.owner <> '' and not x.held)) then ',"lease_lapsed":true' else '' end
-                || '}', ',' order by x.name), '') || '}'
-            end
-           from (select f.*, kslate_lease_held(f.owner, f.lease_expires_at, now()) as held,
-                   f.kind <> 'append'
-                     and (f.based_on is null or jsonb_typeof(f.based_on) in ('array', 'null'))
-                     and (f.invocation is null or json_typeof(f.invocation) in ('object', 'array', 'null')) as plain,
-                   ${FIELD_BYTES} as sz
-                 from fields f
-                 where ${recordFields(names)}) x`),
-  );
-  const r = res.rows[0];
-  if (!r) return null;
-  if (r.fields === null) return false;
-  return recordRow(r, cls, rid, { fields: [], fieldsText: r.fields });
+  return recordRow(r, cls, rid, fields);
 }
 
 /**

@@ -1,17 +1,18 @@
 /**
- * A get's fields rendered by PostgreSQL (ReadRecordOptions.rendered, db/kysely readRecordRendered):
- * for a reader of every field in a UTC gateway, the store writes the API's `fields` object
- * itself. It must be the object renderField (handlers/pipeline.ts) makes of the same rows,
- * key for key and in the same key order, and the rows must come back instead whenever the
- * text cannot stand for them.
+ * A get's values as their stored JSON text (FieldRow.valueText, db/kysely/record.ts readRecord):
+ * the get answer carries each value as stored, neither parsed nor re-serialised
+ * (handlers/pipeline.ts fieldJson). One renderer (renderField) still decides every key: the
+ * text fieldJson makes must be byte for byte the object renderField makes of the same row
+ * with the value parsed, for every field kind and premise or invocation shape, and the split
+ * of the statement's text must hold for values with escaped control characters.
  */
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { PgDb, createPool } from '../../db/kysely/index.js';
 import type { ReadRecordOptions } from '../../db/port.js';
-import { formatTime, TIME_ZONE_IS_UTC } from '../../handlers/format.js';
-import { renderField } from '../../handlers/pipeline.js';
+import { formatTime } from '../../handlers/format.js';
+import { fieldJson, renderField } from '../../handlers/pipeline.js';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 
 let tdb: TestDb;
@@ -64,21 +65,23 @@ async function insert(fields: FieldIn[]): Promise<string> {
   return rid;
 }
 
-const opts = (fields: string[], rendered: boolean, maxBytes = 16 << 20): ReadRecordOptions => ({
+const opts = (fields: string[], maxBytes = 16 << 20): ReadRecordOptions => ({
   fields,
   entriesLimit: null,
   entriesBeforeSeq: null,
   maxBytes,
-  rendered,
 });
 
-/** What the handler makes of the rows: renderField for a reader of every field. */
-async function fromRows(rid: string, names: string[]): Promise<string> {
-  const row = await db.readRecord('c', rid, opts(names, false));
-  expect(row!.fieldsText).toBeUndefined();
+/** The fields as get writes them (fieldJson), and as renderField's object of the row with the value parsed. */
+async function both(rid: string, names: string[]): Promise<{ text: string; object: string; texts: (string | undefined)[] }> {
+  const row = await db.readRecord('c', rid, opts(names));
+  const text = row!.fields.map((f) => `${JSON.stringify(f.name)}:${fieldJson(f, formatTime, () => true)}`).join(',');
   const out: Record<string, unknown> = {};
-  for (const f of row!.fields) out[f.name] = renderField(f, formatTime, () => true);
-  return JSON.stringify(out);
+  for (const f of row!.fields) {
+    const parsed = { ...f, value: f.valueText === undefined ? f.value : JSON.parse(f.valueText), valueText: undefined };
+    out[f.name] = renderField(parsed, formatTime, () => true);
+  }
+  return { text: `{${text}}`, object: JSON.stringify(out), texts: row!.fields.map((f) => f.valueText) };
 }
 
 // PostgreSQL text holds no NUL; anything else goes.
@@ -123,26 +126,23 @@ const field = (name: string) =>
     lease_lapsed: fc.boolean(),
   });
 
-describe('a get rendered by the store', () => {
-  test.runIf(TIME_ZONE_IS_UTC)('is the object renderField makes of the same rows, key order included', async () => {
+describe('a get with values as stored', () => {
+  test('is byte for byte the object renderField makes of the same rows, key order included', async () => {
     await fc.assert(
       fc.asyncProperty(fc.tuple(fc.option(field('a'), { nil: null }), fc.option(field('b'), { nil: null }), fc.option(field('z-9'), { nil: null })), async (list) => {
         const fields: FieldIn[] = list.filter((f) => f !== null);
         const rid = await insert(fields);
-        const names = ['a', 'b', 'z-9', 'never-written'];
-        const row = await db.readRecord('c', rid, opts(names, true));
-        expect(row!.record_version).toBe(7);
-        expect(row!.fields).toEqual([]);
-        expect(row!.fieldsText).toBeDefined();
-        expect(JSON.stringify(JSON.parse(row!.fieldsText!))).toBe(await fromRows(rid, names));
+        const { text, object, texts } = await both(rid, ['a', 'b', 'z-9', 'never-written']);
+        expect(text).toBe(object);
+        // Every value came as its stored text (SQL null as JSON null).
+        expect(texts).toEqual(fields.map((f) => f.value ?? 'null'));
       }),
       { numRuns: 150 },
     );
   });
 
-  test('a missing record is null on both paths', async () => {
-    expect(await db.readRecord('c', 'gr-none', opts(['a'], true))).toBeNull();
-    expect(await db.readRecord('c', 'gr-none', opts(['a'], false))).toBeNull();
+  test('a missing record is null', async () => {
+    expect(await db.readRecord('c', 'gr-none', opts(['a']))).toBeNull();
   });
 
   const plain: FieldIn = {
@@ -162,29 +162,31 @@ describe('a get rendered by the store', () => {
     lease_lapsed: false,
   };
 
-  test('the rows come back when the text cannot stand for them', async () => {
-    const cases: [string, FieldIn[], number][] = [
-      ['over the byte budget', [plain, { ...plain, name: 'b', value: JSON.stringify('y'.repeat(100)) }], 300],
-      ['an append field', [plain, { ...plain, name: 'b', kind: 'append', value: null }], 16 << 20],
-      ['premises of another shape', [{ ...plain, based_on: '{"field":"b"}' }], 16 << 20],
-      ['an invocation that is not an object', [{ ...plain, invocation: '"run-1"' }], 16 << 20],
-    ];
-    for (const [what, fields, maxBytes] of cases) {
-      const rid = await insert(fields);
-      const row = await db.readRecord('c', rid, opts(['a', 'b'], true, maxBytes));
-      expect(row!.fieldsText, what).toBeUndefined();
-      expect(row!.fields.map((f) => f.name), what).toEqual(fields.map((f) => f.name));
-    }
-    // The budget case reads as before: the second field is named omitted.
-    const over = await db.readRecord('c', `gr-${n - 3}`, opts(['a', 'b'], true, 300));
-    expect(over!.fields.map((f) => Boolean(f.omitted))).toEqual([false, true]);
+  test('values holding escaped control characters split where the statement put them', async () => {
+    const tricky = [JSON.stringify('a\u0001b'), JSON.stringify({ k: '\u0001', l: ['\u001f', ''] }), String.raw`"\u0001"`];
+    const rid = await insert(tricky.map((value, i) => ({ ...plain, name: `f${i}`, value })));
+    const { text, object, texts } = await both(rid, ['f0', 'f1', 'f2']);
+    expect(texts).toEqual(tricky);
+    expect(text).toBe(object);
   });
 
-  test.runIf(TIME_ZONE_IS_UTC)('times are whole milliseconds in UTC, as the rows give them', async () => {
+  test('over the byte budget the kept values come parsed and the rest omitted', async () => {
+    const rid = await insert([plain, { ...plain, name: 'b', value: JSON.stringify('y'.repeat(100)) }]);
+    const row = await db.readRecord('c', rid, opts(['a', 'b'], 300));
+    expect(row!.fields.map((f) => [f.name, Boolean(f.omitted), f.valueText, f.value])).toEqual([
+      ['a', false, undefined, { x: 1 }],
+      ['b', true, undefined, null],
+    ]);
+    expect(fieldJson(row!.fields[0], (d) => d.toISOString(), () => true)).toBe(
+      '{"value":{"x":1},"version":1,"author":"apikey:alice","updated_at":"2026-11-24T10:00:00.123Z"}',
+    );
+  });
+
+  test('times are whole milliseconds, cut', async () => {
     const rid = await insert([{ ...plain, updated_at: '2026-11-24T10:00:59.999999+00' }]);
-    const row = await db.readRecord('c', rid, opts(['a'], true));
-    expect(JSON.parse(row!.fieldsText!)).toEqual({
-      a: { value: { x: 1 }, version: 1, author: 'apikey:alice', updated_at: '2026-11-24T10:00:59.999+00:00' },
-    });
+    const row = await db.readRecord('c', rid, opts(['a']));
+    expect(fieldJson(row!.fields[0], (d) => d.toISOString(), () => true)).toBe(
+      '{"value":{"x":1},"version":1,"author":"apikey:alice","updated_at":"2026-11-24T10:00:59.999Z"}',
+    );
   });
 });
