@@ -27,7 +27,7 @@ export interface Attempt {
 
 export interface Figures {
   /** Requests written before the signal, and what became of them. */
-  before: { sent: number; answered: number; reset: number; closed: number; error: number; statuses: Record<string, number> };
+  before: { sent: number; answered: number; reset: number; closed: number; error: number; statuses: Record<string, number>; closedCodes: Record<string, number> };
   /** Requests not yet sent when the signal came (opened after it, or opened just before and not yet written). */
   after: { opened: number; answered: number; refused: number; reset: number; closed: number; error: number };
   attempts: Attempt[];
@@ -165,6 +165,9 @@ export async function sigtermUnderLoad(opts: LoadOptions): Promise<Figures> {
   const count = (list: Attempt[], fate: Fate) => list.filter((a) => a.fate === fate).length;
   const statuses: Record<string, number> = {};
   for (const a of sentBefore) if (a.status !== undefined) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
+  // How the requests sent before the signal but closed unanswered ended (RST code or socket error).
+  const closedCodes: Record<string, number> = {};
+  for (const a of sentBefore) if (a.fate === 'closed') closedCodes[a.code ?? 'none'] = (closedCodes[a.code ?? 'none'] ?? 0) + 1;
   return {
     before: {
       sent: sentBefore.length,
@@ -173,6 +176,7 @@ export async function sigtermUnderLoad(opts: LoadOptions): Promise<Figures> {
       closed: count(sentBefore, 'closed'),
       error: count(sentBefore, 'error'),
       statuses,
+      closedCodes,
     },
     after: {
       opened: notSent.length,
@@ -191,7 +195,7 @@ export function describeFigures(what: string, f: Figures): string {
   const { before: b, after: a } = f;
   return (
     `${what}: ${b.sent} requests sent before the signal: ${b.answered} answered ${JSON.stringify(b.statuses)}, ${b.reset} reset, ` +
-    `${b.closed} closed unanswered, ${b.error} other errors; ${a.opened} not yet sent at the signal: ${a.answered} answered, ` +
+    `${b.closed} closed unanswered${b.closed ? ` ${JSON.stringify(b.closedCodes)}` : ''}, ${b.error} other errors; ${a.opened} not yet sent at the signal: ${a.answered} answered, ` +
     `${a.refused} refused, ${a.reset} reset, ${a.closed} closed unanswered, ${a.error} other errors`
   );
 }
