@@ -88,7 +88,10 @@ async function gateway(dir, url, mode) {
     if (i > 600) throw new Error(`gateway on ${url} not ready`);
     await sleep(100);
   }
-  return { port, proc, stop: () => new Promise((r) => (proc.once('exit', r), proc.kill('SIGTERM'))) };
+  // Stopping twice (the plain phase's gateway is stopped when its phase ends and again in the
+  // final clean-up) must not wait for an exit that already happened.
+  const exited = () => proc.exitCode !== null || proc.signalCode !== null;
+  return { port, proc, stop: () => (exited() ? Promise.resolve() : new Promise((r) => (proc.once('exit', r), proc.kill('SIGTERM')))) };
 }
 
 /**
@@ -103,7 +106,8 @@ async function drive(port, kind, seconds, onTick) {
   const samples = [];
   let failed = 0;
   const t0 = performance.now();
-  const until = t0 + seconds * 1000;
+  // `seconds`, or a function giving the deadline (performance.now() time) as it moves.
+  const until = typeof seconds === 'function' ? seconds : () => t0 + seconds * 1000;
   const one = (i, n) =>
     new Promise((resolve) => {
       const vkey = `${port}/${i}`;
@@ -134,7 +138,7 @@ async function drive(port, kind, seconds, onTick) {
     });
   await Promise.all(
     Array.from({ length: CLIENTS }, async (_, i) => {
-      for (let n = 0; performance.now() < until; n++) await one(i, n);
+      for (let n = 0; performance.now() < until(); n++) await one(i, n);
     }),
   );
   agent.destroy();
@@ -218,17 +222,24 @@ async function main() {
     let began = 0;
     let ended = 0;
     const t0 = performance.now();
+    // Puts until SECONDS after the rebalance ended (however long it takes), so the "after"
+    // window is always measured; at most an hour in all.
+    let stopAt = t0 + 3_600_000;
     const [load] = await Promise.all([
-      drive(gw.port, 'put', SECONDS * 2 + 60),
+      drive(gw.port, 'put', () => stopAt),
       (async () => {
         await sleep(SECONDS * 1000);
         began = performance.now() - t0;
-        await cluster.addWorker(['kcitus']);
-        await cluster.on('coordinator', 'kcitus', async (c) => {
-          await c.query('select citus_rebalance_start()');
-          await c.query('select citus_rebalance_wait()');
-        });
-        ended = performance.now() - t0;
+        try {
+          await cluster.addWorker(['kcitus']);
+          await cluster.on('coordinator', 'kcitus', async (c) => {
+            await c.query('select citus_rebalance_start()');
+            await c.query('select citus_rebalance_wait()');
+          });
+        } finally {
+          ended = performance.now() - t0;
+          stopAt = performance.now() + SECONDS * 1000;
+        }
       })(),
     ]);
     result.rebalance = {

@@ -6,7 +6,8 @@
  * missing), writes 200 records of 8 fields, then runs three rounds of gets over keep-alive
  * HTTP and prints the gateway's CPU (utime + stime from /proc) per get for each. CPU per
  * request moves far less with a loaded machine than throughput does; compare builds by
- * alternating runs. Needs `npm run build` first.
+ * alternating runs. GET_CPU_PROFILE=<dir> runs the gateway under --cpu-prof and prints its
+ * hottest frames. Needs `npm run build` first.
  */
 import http from 'node:http';
 import pg from 'pg';
@@ -24,7 +25,8 @@ await admin.end();
 const url = `postgres://postgres@127.0.0.1:5432/${dbname}`;
 await migrateDb(url, `${root}/dist`);
 const cfg = writeConfig(1);
-const gw = await startGateway({ root, databaseUrl: url, classesDir: cfg.classesDir, keysFile: cfg.keysFile, say: () => {}, env: process.env.GW_ENV ? Object.fromEntries([process.env.GW_ENV.split('=')]) : {} });
+const profileDir = process.env.GET_CPU_PROFILE; // a directory: run the gateway under --cpu-prof and summarise
+const gw = await startGateway({ root, databaseUrl: url, classesDir: cfg.classesDir, keysFile: cfg.keysFile, say: () => {}, profileDir, env: process.env.GW_ENV ? Object.fromEntries([process.env.GW_ENV.split('=')]) : {} });
 const agent = new http.Agent({ keepAlive: true, maxSockets: C });
 const req = (method, path, body) => new Promise((res, rej) => {
   const r = http.request(gw.url + path, { method, agent, headers: { authorization: authOf(0), 'content-type': 'application/json' } }, (m) => {
@@ -54,3 +56,9 @@ for (let j = 0; j < 3; j++) {
 const [, sample] = await req('GET', `/v1/records/${CLASS}/r1`);
 console.log(JSON.stringify({ label, N, C, rounds, bytes: sample.length }));
 await gw.stop(); cfg.cleanup(); agent.destroy();
+if (profileDir) {
+  const { readdirSync } = await import('node:fs');
+  const { summarizeProfile } = await import(`${root}/bench/lib/profile.mjs`);
+  const file = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile')).sort().pop();
+  if (file) console.log(summarizeProfile(`${profileDir}/${file}`, 40));
+}

@@ -113,14 +113,22 @@ export async function migrate(pool: pg.Pool, opts: { mode?: DatabaseMode } = {})
   }
 }
 
-/** The highest applied schema version, or null when the schema is absent. */
+/**
+ * The schema version this database is complete up to, or null when the schema is absent: the
+ * highest applied version when every migration this build knows is applied, else the version
+ * before the first one missing. Migrations are applied as a set (`migrate`), and a newer
+ * migration can land with a number below one already applied (0022 after 0024 and 0025), so
+ * the highest applied number alone would call a database without it ready.
+ */
 export async function schemaVersion(pool: pg.Pool): Promise<number | null> {
   // Two statements: a query naming a missing table fails at parse time.
   const reg = await pool.query<{ t: string | null }>(`select to_regclass('kslate_migrations')::text as t`);
   if (!reg.rows[0]?.t) return null;
-  const { rows } = await pool.query<{ v: number | null }>('select max(version) as v from kslate_migrations');
-  const v = rows[0]?.v;
-  return v === null || v === undefined ? null : Number(v);
+  const { rows } = await pool.query<{ v: number }>('select version as v from kslate_migrations');
+  if (rows.length === 0) return null;
+  const have = new Set(rows.map((r) => Number(r.v)));
+  for (const m of migrations) if (!have.has(m.version)) return m.version - 1;
+  return Math.max(...have);
 }
 
 export { SCHEMA_VERSION };

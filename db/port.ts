@@ -576,6 +576,12 @@ export interface SweepDb {
    * `limit` rows read past the walk's cursor, the purgeable ones deleted, the cursor moved.
    */
   purgeHistory(cls: string, walk: RetentionWalk, rules: RetentionRules, limit: number): Promise<{ purged: number; scanned: number; more: boolean }>;
+  /**
+   * Whether a `purgeHistory` batch purges record by record, one call per record on its node
+   * (Citus, migration 0018), rather than in one statement: its rows cost far more each, so
+   * the sweep probes with a small first batch before it has measured a rate.
+   */
+  purgesByRecord(): Promise<boolean>;
   gauges(classes: string[], roles: RoleSubjects[]): Promise<WorkerGauges>;
 }
 

@@ -3,21 +3,14 @@
  * field. The field version is the entry count; earlier entries are never rewritten.
  */
 import * as v from 'valibot';
-import { basedOnSchema, bodyObject, declareNoPremisesSchema, resolvePremises, ttlSecondsSchema, lenientInvocation, lenientPremises, invocationSchema, parseWith, type RawBody } from './body.js';
+import { basedOnSchema, bodyObject, declareNoPremisesSchema, resolvePremises, ttlSecondsSchema, lenientInvocation, lenientPremises, invocationSchema, parseWith, type FieldBodyInput } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { formatTime } from './format.js';
 import { boundTtl, premiseError, runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
 import { valueProblem } from './values.js';
 
-export interface AppendInput {
-  class: string;
-  id: string;
-  field: string;
-  body: RawBody;
-  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
-  params?: readonly string[];
-}
+export type AppendInput = FieldBodyInput;
 
 export const appendBody = v.strictObject({
   entry: v.pipe(v.unknown(), v.description("The entry: any JSON matching the field's type.")),

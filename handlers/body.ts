@@ -14,6 +14,20 @@ export type RawBody =
   /** A transport could not turn its message into JSON (e.g. a protobuf Value with no kind). */
   | { kind: 'invalid'; reason: string };
 
+/** The input of an operation on one record that takes a body (checkpoint save, transaction). */
+export interface RecordBodyInput {
+  class: string;
+  id: string;
+  body: RawBody;
+  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
+  params?: readonly string[];
+}
+
+/** The input of a write to one field (put, append, claim). */
+export interface FieldBodyInput extends RecordBodyInput {
+  field: string;
+}
+
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /**
  * Deepest nesting of arrays and objects in a JSON value of a request (a value, entry,

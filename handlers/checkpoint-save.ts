@@ -3,19 +3,13 @@
  * a replacement agent can continue. Per role, not per identity; does not raise record_version.
  */
 import * as v from 'valibot';
-import { bodyObject, parseWith, type RawBody } from './body.js';
+import { bodyObject, parseWith, type RecordBodyInput } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { byteLength, KIB } from './format.js';
 import { authorize, checkRecordId, checkScopeOwner, strengthRejection, type Access, type Outcome, checkParams } from './pipeline.js';
 
-export interface CheckpointSaveInput {
-  class: string;
-  id: string;
-  body: RawBody;
-  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
-  params?: readonly string[];
-}
+export type CheckpointSaveInput = RecordBodyInput;
 
 export const MAX_CHECKPOINT_BYTES = 64 * KIB;
 

@@ -5,21 +5,14 @@
  * replicas with skewed clocks agree; this file formats the answer.
  */
 import * as v from 'valibot';
-import { bodyObject, invocationSchema, lenientInvocation, parseWith, type RawBody } from './body.js';
+import { bodyObject, invocationSchema, lenientInvocation, parseWith, type FieldBodyInput } from './body.js';
 import type { ClaimResult } from '../db/port.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { formatTime } from './format.js';
 import { runWrite, type Outcome, type WriteFacts, type WriteOp } from './pipeline.js';
 
-export interface ClaimInput {
-  class: string;
-  id: string;
-  field: string;
-  body: RawBody;
-  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
-  params?: readonly string[];
-}
+export type ClaimInput = FieldBodyInput;
 
 export const MAX_LEASE_SECONDS = 86_400;
 

@@ -171,6 +171,10 @@ export const StrengthSchema = v.picklist(STRENGTHS, oneOf(STRENGTHS));
 const NonEmptyString = v.pipe(v.string('must be a non-empty string'), v.minLength(1, 'must be a non-empty string'));
 const StringList = (what: string) => v.array(NonEmptyString, `must be a list of ${what}s`);
 
+/** A whole number from 1 to `max`; every refusal says so in `message`. */
+const wholeFrom1 = (max: number, message: string) =>
+  v.pipe(v.number(message), v.integer(message), v.minValue(1, message), v.maxValue(max, message));
+
 const LEASE_MESSAGE = `must be a whole number of seconds from 1 to ${MAX_LEASE_SECONDS}`;
 
 export const FieldSchema = v.pipe(
@@ -184,9 +188,7 @@ export const FieldSchema = v.pipe(
     )),
     requireEvidence: v.optional(Bool),
     minIdentityStrength: v.optional(StrengthSchema),
-    leaseSeconds: v.optional(v.pipe(
-      v.number(LEASE_MESSAGE), v.integer(LEASE_MESSAGE), v.minValue(1, LEASE_MESSAGE), v.maxValue(MAX_LEASE_SECONDS, LEASE_MESSAGE),
-    )),
+    leaseSeconds: v.optional(wholeFrom1(MAX_LEASE_SECONDS, LEASE_MESSAGE)),
     durability: v.optional(DurabilitySchema),
   }),
   v.rawCheck(({ dataset, addIssue }) => {
@@ -233,9 +235,7 @@ const KEEP_LAST_MESSAGE = `must be a whole number from 1 to ${MAX_KEEP_LAST}`;
 export const HistorySchema = v.pipe(
   mapping({
     maxAge: v.optional(Retention),
-    keepLast: v.optional(v.pipe(
-      v.number(KEEP_LAST_MESSAGE), v.integer(KEEP_LAST_MESSAGE), v.minValue(1, KEEP_LAST_MESSAGE), v.maxValue(MAX_KEEP_LAST, KEEP_LAST_MESSAGE),
-    )),
+    keepLast: v.optional(wholeFrom1(MAX_KEEP_LAST, KEEP_LAST_MESSAGE)),
     rejectedMaxAge: v.optional(Retention),
   }),
   v.rawCheck(({ dataset, addIssue }) => {

@@ -80,8 +80,9 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
   const entriesLimit =
     input.entries_limit === undefined ? null : parseCount('entries_limit', input.entries_limit, 0, MAX_ENTRIES_LIMIT, where);
 
-  // Entries past the byte budget are continued one append field at a time.
-  const key = await ctx.cursorKey();
+  // Entries past the byte budget are continued one append field at a time (the cursor key only then).
+  let cursorKey: string | undefined;
+  const key = async () => (cursorKey ??= await ctx.cursorKey());
   const binding = (field: string) => `${input.class}/${input.id}#${field}`;
   let entriesBeforeSeq: number | null = null;
   if (input.entries_before !== undefined) {
@@ -93,7 +94,7 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
         where,
       );
     }
-    entriesBeforeSeq = await decodeCursor(key, input.entries_before, { t: 'entries', b: binding(only) }, where);
+    entriesBeforeSeq = await decodeCursor(await key(), input.entries_before, { t: 'entries', b: binding(only) }, where);
   }
 
   const row = await ctx.db.readRecord(input.class, input.id, {
@@ -121,13 +122,16 @@ export async function get(ctx: Ctx, input: GetInput): Promise<Outcome> {
       // Older entries did not fit: continue from the oldest one returned (or from where this read began).
       const out = renderField(f, formatTime, readable);
       const oldest = f.entries && f.entries.length > 0 ? f.entries[0].seq : (entriesBeforeSeq ?? f.version + 1);
-      out.next_entries_before = await encodeCursor(key, { t: 'entries', b: binding(f.name), p: oldest });
+      out.next_entries_before = await encodeCursor(await key(), { t: 'entries', b: binding(f.name), p: oldest });
       text = JSON.stringify(out);
     } else text = fieldJson(f, formatTime, readable);
     parts.push(`${JSON.stringify(f.name)}:${text}`);
   }
-  const shown = row.fields.filter((f) => !f.omitted);
-  await recordReads(ctx, input.class, shown.map((f) => ({ rid: input.id, field: f.name, version: f.version })));
+  // The scope's reads (inference.ts); nothing to record without a scope.
+  if (ctx.scope) {
+    const shown = row.fields.filter((f) => !f.omitted);
+    await recordReads(ctx, input.class, shown.map((f) => ({ rid: input.id, field: f.name, version: f.version })));
+  }
   const rest = omitted.length > 0 ? `,"omitted_fields":${JSON.stringify(omitted)}` : '';
   return jsonOutcome(`{"record":${JSON.stringify(access.record)},"record_version":${row.record_version}${expires},"fields":{${parts.join(',')}}${rest}}`);
 }

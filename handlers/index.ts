@@ -19,7 +19,7 @@ import { checkpointLoad, loadParams, type CheckpointLoadInput } from './checkpoi
 import { query, queryParams, QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, type QueryInput } from './query.js';
 import type { McpSurface } from './types.js';
 import { UNKNOWN_LABEL, type Outcome } from './pipeline.js';
-import type { RawBody } from './body.js';
+import type { FieldBodyInput, RawBody, RecordBodyInput } from './body.js';
 import { writeOnce } from './write-once.js';
 
 export type Handler<I> = (ctx: Ctx, input: I) => Promise<Outcome>;
@@ -51,6 +51,11 @@ export interface Operation<I = any> {
 }
 
 const op = <I>(o: Operation<I>) => o;
+
+/** The HTTP translation of an operation on one record that takes a body. */
+const recordBody = ({ params, body, names }: HttpInput): RecordBodyInput => ({ class: params.class, id: params.id, body, params: names });
+/** The HTTP translation of a write to one field. */
+const fieldBody = (req: HttpInput): FieldBodyInput => ({ ...recordBody(req), field: req.params.field });
 
 /** Entries of a schema without the named keys. */
 function without<E extends Record<string, unknown>, K extends keyof E>(entries: E, ...keys: K[]): Omit<E, K> {
@@ -179,7 +184,7 @@ export const operations = {
     path: '/v1/records/:class/:id/checkpoint',
     write: true,
     handler: checkpointSave,
-    fromHttp: ({ params, body, names }) => ({ class: params.class, id: params.id, body, params: names }),
+    fromHttp: recordBody,
   }),
   checkpointLoad: op<CheckpointLoadInput>({
     name: 'checkpointLoad',
@@ -227,7 +232,7 @@ export const operations = {
     path: '/v1/records/:class/:id/fields/:field/claim',
     write: true,
     handler: claim,
-    fromHttp: ({ params, body, names }) => ({ class: params.class, id: params.id, field: params.field, body, params: names }),
+    fromHttp: fieldBody,
   }),
   append: op<AppendInput>({
     name: 'append',
@@ -250,7 +255,7 @@ export const operations = {
     path: '/v1/records/:class/:id/fields/:field/entries',
     write: true,
     handler: append,
-    fromHttp: ({ params, body, names }) => ({ class: params.class, id: params.id, field: params.field, body, params: names }),
+    fromHttp: fieldBody,
   }),
   put: op<PutInput>({
     name: 'put',
@@ -279,7 +284,7 @@ export const operations = {
     path: '/v1/records/:class/:id/fields/:field',
     write: true,
     handler: put,
-    fromHttp: ({ params, body, names }) => ({ class: params.class, id: params.id, field: params.field, body, params: names }),
+    fromHttp: fieldBody,
   }),
   transaction: op<TransactionInput>({
     name: 'transaction',
@@ -303,7 +308,7 @@ export const operations = {
     path: '/v1/records/:class/:id/transactions',
     write: true,
     handler: transaction,
-    fromHttp: ({ params, body, names }) => ({ class: params.class, id: params.id, body, params: names }),
+    fromHttp: recordBody,
   }),
 };
 

@@ -139,6 +139,8 @@ type OperationDoc = Omit<RouteDoc, 'method' | 'path' | 'operationId' | 'body'> &
 
 /** Every operation may fail inside: a fault (INTERNAL) or the database (UNAVAILABLE). */
 const FAULTS: ErrorCode[] = ['INTERNAL', 'UNAVAILABLE'];
+/** The refusals of a record read (get, history, query), in the rejection order. */
+const READS: ErrorCode[] = ['NOT_FOUND', 'NO_ROLE', 'MALFORMED', 'UNKNOWN_FIELD', 'SCOPE_DENIED', 'IDENTITY_MISMATCH', ...FAULTS];
 const created = (what: string): ResponseDoc => ({ description: `${what}; the write created the record.` });
 
 // The codes of each operation, in the spec's rejection order (interface.md, Rejection order;
@@ -166,7 +168,7 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
     headers: [MIN_LSN],
     query: historyParams,
     responses: { 200: { description: 'A page of history rows.', schema: historyResponse } },
-    errors: ['NOT_FOUND', 'NO_ROLE', 'MALFORMED', 'UNKNOWN_FIELD', 'SCOPE_DENIED', 'IDENTITY_MISMATCH', ...FAULTS],
+    errors: READS,
   },
   get: {
     tag: 'records',
@@ -177,7 +179,7 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
     headers: [MIN_LSN],
     query: getParams,
     responses: { 200: { description: 'The record.', schema: getResponse } },
-    errors: ['NOT_FOUND', 'NO_ROLE', 'MALFORMED', 'UNKNOWN_FIELD', 'SCOPE_DENIED', 'IDENTITY_MISMATCH', ...FAULTS],
+    errors: READS,
   },
   query: {
     tag: 'records',
@@ -188,7 +190,7 @@ export const OPERATION_DOCS: Record<OperationName, OperationDoc> = {
     headers: [MIN_LSN],
     query: queryParams,
     responses: { 200: { description: 'A page of matching records.', schema: queryResponse } },
-    errors: ['NOT_FOUND', 'NO_ROLE', 'MALFORMED', 'UNKNOWN_FIELD', 'SCOPE_DENIED', 'IDENTITY_MISMATCH', ...FAULTS],
+    errors: READS,
   },
   checkpointSave: {
     tag: 'records',

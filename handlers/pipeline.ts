@@ -574,80 +574,174 @@ interface Written {
 }
 
 /**
+ * Where the walk of a rendered object's keys goes, in order: an object (ObjectSink: query,
+ * watch, the answers of writes) or JSON text (TextSink: get). The rules of which keys appear
+ * and in what order are written once, in the walks below (writtenBy, writtenOn, walkWritten,
+ * walkField); a sink only decides how a key is written down.
+ */
+export interface KeySink<R> {
+  /** A key and its value. */
+  put(key: string, v: unknown): void;
+  /** A key and its value given as JSON text (a value as stored: FieldRow.valueText). */
+  putJson(key: string, json: string): void;
+  /** A key and a list of objects walked into sinks of this kind (`sub`). */
+  putList(key: string, items: R[]): void;
+  /** A new empty sink of this kind, for an object inside this one. */
+  sub(): KeySink<R>;
+  end(): R;
+}
+
+/** The walk as an object: every key set, as renderField always made it. */
+export class ObjectSink implements KeySink<Record<string, unknown>> {
+  private out: Record<string, unknown> = {};
+  put(key: string, v: unknown): void {
+    this.out[key] = v;
+  }
+  putJson(key: string, json: string): void {
+    this.out[key] = JSON.parse(json);
+  }
+  putList(key: string, items: Record<string, unknown>[]): void {
+    this.out[key] = items;
+  }
+  sub(): ObjectSink {
+    return new ObjectSink();
+  }
+  end(): Record<string, unknown> {
+    return this.out;
+  }
+}
+
+/**
+ * The walk as JSON text, byte for byte JSON.stringify of ObjectSink's object (keys are the
+ * API's own names, which need no escaping; a key whose value is undefined is left out as
+ * JSON.stringify leaves it out). test/handlers/render-text.test.ts holds the two equal.
+ */
+export class TextSink implements KeySink<string> {
+  private s = '';
+  private key(key: string): string {
+    return this.s === '' ? `{"${key}":` : `,"${key}":`;
+  }
+  put(key: string, v: unknown): void {
+    if (v === undefined) return;
+    this.s += this.key(key) + (typeof v === 'number' && Number.isFinite(v) ? `${v}` : JSON.stringify(v));
+  }
+  putJson(key: string, json: string): void {
+    this.s += this.key(key) + json;
+  }
+  putList(key: string, items: string[]): void {
+    this.s += `${this.key(key)}[${items.join(',')}]`;
+  }
+  sub(): TextSink {
+    return new TextSink();
+  }
+  end(): string {
+    return this.s === '' ? '{}' : `${this.s}}`;
+  }
+}
+
+/**
  * Who wrote a value, as every object of the API built here shows it (a field of get and
  * query, an entry, a change of watch): `author`, `identity_strength`, `evidence`, in that
  * order, each left out when absent. This is the one rendering of a field, an entry and a
  * change; history rows are rendered by PostgreSQL alone (db/migrations/0008, 0014, 0025), and
  * test/handlers/render-agree.test.ts holds the two to one another.
  */
-function writtenBy(out: Record<string, unknown>, r: Written): void {
-  if (r.author) out.author = r.author;
-  if (r.identity_strength) out.identity_strength = r.identity_strength;
-  if (r.evidence !== null) out.evidence = r.evidence;
+function writtenBy<R>(out: KeySink<R>, r: Written): void {
+  if (r.author) out.put('author', r.author);
+  if (r.identity_strength) out.put('identity_strength', r.identity_strength);
+  if (r.evidence !== null) out.put('evidence', r.evidence);
 }
 
 /** What a written value rests on: the premises the reader may see (visiblePremises), then `invocation`. */
-function writtenOn(out: Record<string, unknown>, r: Written, readable: (field: string) => boolean): void {
+function writtenOn<R>(out: KeySink<R>, r: Written, readable: (field: string) => boolean): void {
   const basedOn = visiblePremises(r.based_on, readable);
-  if (basedOn) out.based_on = basedOn;
-  if (r.invocation) out.invocation = r.invocation;
+  if (basedOn) out.put('based_on', basedOn);
+  if (r.invocation) out.put('invocation', r.invocation);
 }
 
 /**
  * A written value as a reader sees it (a field of get and query, a change of watch after its
- * own keys): a task field shows no value (its write is the lease), then `versions`, who wrote
- * it and on what, and when (`at` under `timeKey`).
+ * own keys): a task field shows no value (its write is the lease), then `version` when given,
+ * who wrote it and on what, and when (`at` under `timeKey`). The value goes as its stored
+ * JSON text when the row has it (`valueText`).
+ */
+function walkWritten<R>(
+  out: KeySink<R>,
+  kind: string,
+  r: Written & { value: unknown; valueText?: string },
+  version: number | undefined,
+  timeKey: 'updated_at' | 'created_at',
+  at: string,
+  readable: (field: string) => boolean,
+): void {
+  if (kind !== 'task') {
+    if (r.valueText !== undefined) out.putJson('value', r.valueText);
+    else out.put('value', r.value);
+  }
+  if (version !== undefined) out.put('version', version);
+  writtenBy(out, r);
+  writtenOn(out, r, readable);
+  out.put(timeKey, at);
+}
+
+/**
+ * A written value as a reader sees it (a change of watch after its own keys): walkWritten's
+ * object, `versions` (watch: none) where walkWritten writes `version`.
  */
 export function renderWritten(
   kind: string,
   r: Written & { value: unknown },
-  versions: Record<string, unknown>,
+  versions: { version?: number },
   timeKey: 'updated_at' | 'created_at',
   at: string,
   readable: (field: string) => boolean,
 ): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  if (kind !== 'task') out.value = r.value;
-  Object.assign(out, versions);
-  writtenBy(out, r);
-  writtenOn(out, r, readable);
-  out[timeKey] = at;
-  return out;
-}
-
-/** The wire shape of a field value (get, query); premises only on fields `readable` allows. */
-export function renderField(f: FieldRow, fmt: (d: Date) => string, readable: (field: string) => boolean): Record<string, unknown> {
-  if (f.kind === 'append') {
-    return {
-      version: f.version,
-      entries: (f.entries ?? []).map((e) => {
-        const out: Record<string, unknown> = { seq: e.seq, value: e.value };
-        writtenBy(out, e);
-        out.updated_at = fmt(e.created_at);
-        writtenOn(out, e, readable);
-        return out;
-      }),
-    };
-  }
-  const out = renderWritten(f.kind, f, { version: f.version }, 'updated_at', fmt(f.updated_at), readable);
-  if (f.kind === 'task' && f.owner && f.lease_held) {
-    // Owner and expiry only while someone holds the lease (database clock).
-    out.owner = f.owner;
-    if (f.lease_expires_at) out.lease_expires_at = fmt(f.lease_expires_at);
-  }
-  // decisions §5: a lease that expired and nobody reclaimed shows as lapsed until claimed.
-  if (f.kind === 'task' && (f.lease_lapsed || (f.owner && !f.lease_held))) out.lease_lapsed = true;
-  return out;
+  const out = new ObjectSink();
+  walkWritten(out, kind, r, versions.version, timeKey, at, readable);
+  return out.end();
 }
 
 /**
- * A field as JSON text (get): renderField's object, serialised. When the store gave the value
- * as its stored JSON text (FieldRow.valueText) it goes into the text as it is, neither parsed
- * nor re-serialised: renderWritten puts `value` first, the object leaves it out (undefined),
- * and the text is put back at the front.
+ * A field value as a reader sees it (get, query), walked into `out`; premises only on fields
+ * `readable` allows. The one text of a field's rendering rules.
+ */
+export function walkField<R>(out: KeySink<R>, f: FieldRow, fmt: (d: Date) => string, readable: (field: string) => boolean): R {
+  if (f.kind === 'append') {
+    out.put('version', f.version);
+    const entries: R[] = [];
+    for (const e of f.entries ?? []) {
+      const o = out.sub();
+      o.put('seq', e.seq);
+      o.put('value', e.value);
+      writtenBy(o, e);
+      o.put('updated_at', fmt(e.created_at));
+      writtenOn(o, e, readable);
+      entries.push(o.end());
+    }
+    out.putList('entries', entries);
+    return out.end();
+  }
+  walkWritten(out, f.kind, f, f.version, 'updated_at', fmt(f.updated_at), readable);
+  if (f.kind === 'task' && f.owner && f.lease_held) {
+    // Owner and expiry only while someone holds the lease (database clock).
+    out.put('owner', f.owner);
+    if (f.lease_expires_at) out.put('lease_expires_at', fmt(f.lease_expires_at));
+  }
+  // decisions §5: a lease that expired and nobody reclaimed shows as lapsed until claimed.
+  if (f.kind === 'task' && (f.lease_lapsed || (f.owner && !f.lease_held))) out.put('lease_lapsed', true);
+  return out.end();
+}
+
+/** The wire shape of a field value (get, query) as an object; premises only on fields `readable` allows. */
+export function renderField(f: FieldRow, fmt: (d: Date) => string, readable: (field: string) => boolean): Record<string, unknown> {
+  return walkField(new ObjectSink(), f, fmt, readable);
+}
+
+/**
+ * A field as JSON text (get): the same walk as renderField, written as text. When the store
+ * gave the value as its stored JSON text (FieldRow.valueText) it goes into the text as it is,
+ * neither parsed nor re-serialised.
  */
 export function fieldJson(f: FieldRow, fmt: (d: Date) => string, readable: (field: string) => boolean): string {
-  const json = JSON.stringify(renderField(f, fmt, readable));
-  if (f.valueText === undefined || f.kind === 'task' || f.kind === 'append') return json;
-  return `{"value":${f.valueText},${json.slice(1)}`;
+  return walkField(new TextSink(), f, fmt, readable);
 }

@@ -7,21 +7,14 @@
 import * as v from 'valibot';
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
 import type { FieldRow } from '../db/port.js';
-import { basedOnSchema, bodyObject, issuesMessage, declareNoPremisesSchema, resolvePremises, ttlSecondsSchema, lenientInvocation, lenientPremises, evidenceSchema, invocationSchema, parseWith, versionSchema, type RawBody } from './body.js';
+import { basedOnSchema, bodyObject, issuesMessage, declareNoPremisesSchema, resolvePremises, ttlSecondsSchema, lenientInvocation, lenientPremises, evidenceSchema, invocationSchema, parseWith, versionSchema, type FieldBodyInput } from './body.js';
 import type { Ctx } from './context.js';
 import { SvcError } from './errors.js';
 import { byteLength, formatTime, KIB } from './format.js';
 import { boundTtl, canRead, premiseError, runWrite, writeField, type Access, type Outcome, type WriteFacts, type WriteOp, type WriteTarget } from './pipeline.js';
 import { valueProblem } from './values.js';
 
-export interface PutInput {
-  class: string;
-  id: string;
-  field: string;
-  body: RawBody;
-  /** Query parameters (MCP: arguments) as sent, repeats included; unknown or repeated ones are MALFORMED. */
-  params?: readonly string[];
-}
+export type PutInput = FieldBodyInput;
 
 // `value` and `expected_version` are judged later in the rejection order (the field's type, whether
 // it is soft); their metadata says what a valid one is, for the MCP tool listing.

@@ -16,7 +16,7 @@
 import * as v from 'valibot';
 import type { StoredPremise, TransactWrite } from '../db/port.js';
 import { appendOp } from './append.js';
-import { basedOnSchema, bodyObject, declareNoPremisesSchema, evidenceSchema, invocationSchema, parseWith, ttlSecondsSchema, type RawBody } from './body.js';
+import { basedOnSchema, bodyObject, declareNoPremisesSchema, evidenceSchema, invocationSchema, parseWith, ttlSecondsSchema, type RawBody, type RecordBodyInput } from './body.js';
 import { claimOp } from './claim.js';
 import type { Ctx } from './context.js';
 import { formatTime } from './format.js';
@@ -39,13 +39,8 @@ import {
 } from './pipeline.js';
 import { putOp } from './put.js';
 
-export interface TransactionInput {
-  class: string;
-  id: string;
-  body: RawBody;
-  /** Query parameters (MCP: arguments) as sent; a transaction takes none. */
-  params?: readonly string[];
-}
+/** Query parameters (MCP: arguments) as sent: a transaction takes none. */
+export type TransactionInput = RecordBodyInput;
 
 export const MAX_TRANSACTION_WRITES = 64;
 

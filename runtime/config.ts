@@ -100,171 +100,130 @@ interface FlagSpec {
   default?: string;
 }
 
-/** Every flag, its variable and its default: the README's configuration table comes from here. */
-export const FLAGS: Record<string, FlagSpec> = {
-  'database-url': { env: 'KSLATE_DATABASE_URL', help: 'PostgreSQL connection string (required for serve, sweep)' },
+/** Every flag's help and default; its variable follows from its name (envName). */
+const FLAG_SPECS: Record<string, Omit<FlagSpec, 'env'>> = {
+  'database-url': { help: 'PostgreSQL connection string (required for serve, sweep)' },
   'database-mode': {
-    env: 'KSLATE_DATABASE_MODE',
     help: 'auto, plain or citus: citus distributes the schema by record over a Citus cluster (--database-url names its coordinator; docs/scale-out.md), plain keeps it on one PostgreSQL; auto is citus when the database has the citus extension. citus without the extension, or plain with it, refuses to start',
     default: 'auto',
   },
   'database-replica-url': {
-    env: 'KSLATE_DATABASE_REPLICA_URL',
     help: 'a streaming standby that serves reads (repeat the flag for several; the variable takes a comma-separated list); docs/ha.md',
   },
   'replica-max-lag': {
-    env: 'KSLATE_REPLICA_MAX_LAG',
     help: 'a read without X-Kslate-Min-Lsn uses a standby only while its replay lag is under this',
     default: '1s',
   },
-  'replica-wait': {
-    env: 'KSLATE_REPLICA_WAIT',
-    help: 'a read with X-Kslate-Min-Lsn waits at most this long for a standby to replay it, then reads from the primary',
-    default: '50ms',
-  },
+  'replica-wait': { help: 'a read with X-Kslate-Min-Lsn waits at most this long for a standby to replay it, then reads from the primary', default: '50ms' },
   'write-lsn': {
-    env: 'KSLATE_WRITE_LSN',
     help: 'answer every write with X-Kslate-Lsn, its read-your-writes token (one more database round trip per write): auto (when --database-replica-url is given), on, off',
     default: 'auto',
   },
   'write-batching': {
-    env: 'KSLATE_WRITE_BATCHING',
     help: 'on: puts, appends, claims and transactions that arrive while write statements are in flight go together as one statement and one commit, each with its own outcome (docs/performance.md "Coalesced writes"); off: one statement each. Always off on Citus',
     default: 'on',
   },
   'write-queue-max': {
-    env: 'KSLATE_WRITE_QUEUE_MAX',
     help: 'with --write-batching on, at most this many writes wait in the gateway for a batch; past it a write answers 503 UNAVAILABLE with Retry-After, not sent (svc_limit_refusals_total{limit="write_queue"})',
     default: '4096',
   },
-  listen: { env: 'KSLATE_LISTEN', help: 'HTTP/JSON and MCP address host:port', default: '127.0.0.1:8080' },
-  'grpc-port': { env: 'KSLATE_GRPC_PORT', help: 'gRPC port; 0 disables gRPC', default: '0' },
-  'metrics-port': { env: 'KSLATE_METRICS_PORT', help: 'metrics, /readyz and /healthz port', default: '9100' },
-  'max-conns': { env: 'KSLATE_MAX_CONNS', help: 'concurrent connections', default: '4096' },
+  listen: { help: 'HTTP/JSON and MCP address host:port', default: '127.0.0.1:8080' },
+  'grpc-port': { help: 'gRPC port; 0 disables gRPC', default: '0' },
+  'metrics-port': { help: 'metrics, /readyz and /healthz port', default: '9100' },
+  'max-conns': { help: 'concurrent connections', default: '4096' },
   'max-conns-per-address': {
-    env: 'KSLATE_MAX_CONNS_PER_ADDRESS',
     help: 'concurrent connections from one client address (at most --max-conns; 0 = no cap); default 256, or no cap with --trust-proxy (the peer is then the proxy)',
   },
   'header-timeout': {
-    env: 'KSLATE_HEADER_TIMEOUT',
     help: 'close a connection that sent no complete request head (or gRPC preface) within this; also the keep-alive idle limit (at most 5s)',
     default: '10s',
   },
-  'request-timeout': { env: 'KSLATE_REQUEST_TIMEOUT', help: 'close a connection whose request (head and body) takes longer', default: '60s' },
-  'tls-cert': { env: 'KSLATE_TLS_CERT', help: 'PEM certificate file; serves TLS with --tls-key' },
-  'tls-key': { env: 'KSLATE_TLS_KEY', help: 'PEM private key file' },
-  classes: { env: 'KSLATE_CLASSES', help: 'directory of SharedContext manifests to reconcile' },
+  'request-timeout': { help: 'close a connection whose request (head and body) takes longer', default: '60s' },
+  'tls-cert': { help: 'PEM certificate file; serves TLS with --tls-key' },
+  'tls-key': { help: 'PEM private key file' },
+  classes: { help: 'directory of SharedContext manifests to reconcile' },
   'sweep-interval': {
-    env: 'KSLATE_SWEEP_INTERVAL',
     help: 'serve: also run the sweep in-process this often (e.g. 60s), none when unset; worker: its interval (60s), dev: 10s',
   },
   'sweep-budget': {
-    env: 'KSLATE_SWEEP_BUDGET',
     help: "time one sweep spends expiring records and flagging leases before leaving the rest to the next (default: 30s or half the interval)",
   },
-  'health-port': { env: 'KSLATE_HEALTH_PORT', help: 'worker: /readyz and /healthz port', default: '8081' },
+  'health-port': { help: 'worker: /readyz and /healthz port', default: '8081' },
   'watch-namespace': {
-    env: 'KSLATE_WATCH_NAMESPACE',
     help: 'namespace whose SharedContext objects are classes when no --classes is given; empty = every namespace',
     default: '',
   },
-  identity: { env: 'KSLATE_IDENTITY', help: 'identity providers in order, comma-separated', default: 'k8s-sa' },
-  apikeys: { env: 'KSLATE_APIKEYS', help: 'API key file (apikeys.yaml) for the apikey provider' },
-  'oidc-issuer': { env: 'KSLATE_OIDC_ISSUER', help: 'oidc provider: the issuer URL (its discovery document gives the JWKS)' },
-  'oidc-audience': { env: 'KSLATE_OIDC_AUDIENCE', help: 'oidc provider: the audience tokens must carry (required with oidc)' },
-  'oidc-jwks-url': { env: 'KSLATE_OIDC_JWKS_URL', help: 'oidc provider: the JWKS URL, instead of discovery' },
-  'oidc-username-claim': { env: 'KSLATE_OIDC_USERNAME_CLAIM', help: 'oidc provider: the claim naming the caller', default: 'sub' },
-  'k8s-audience': { env: 'KSLATE_K8S_AUDIENCE', help: 'audience a k8s-sa token must be issued for', default: 'kslate' },
-  'trust-proxy': { env: 'KSLATE_TRUST_PROXY', help: 'number of proxy hops to trust for the client address (X-Forwarded-For) and scheme (X-Forwarded-Proto)', default: '0' },
-  'log-level': { env: 'KSLATE_LOG_LEVEL', help: 'debug, info, warn or error', default: 'info' },
-  'drain-timeout': {
-    env: 'KSLATE_DRAIN_TIMEOUT',
-    help: 'on SIGTERM/SIGINT, let requests in flight finish for at most this long',
-    default: '25s',
-  },
-  'db-timeout': {
-    env: 'KSLATE_DB_TIMEOUT',
-    help: "a request's database work longer than this answers 503 UNAVAILABLE",
-    default: '10s',
-  },
-  'db-pool-size': {
-    env: 'KSLATE_DB_POOL_SIZE',
-    help: 'database connections for requests; more requests than this wait in the gateway, not in PostgreSQL',
-    default: '10',
-  },
+  identity: { help: 'identity providers in order, comma-separated', default: 'k8s-sa' },
+  apikeys: { help: 'API key file (apikeys.yaml) for the apikey provider' },
+  'oidc-issuer': { help: 'oidc provider: the issuer URL (its discovery document gives the JWKS)' },
+  'oidc-audience': { help: 'oidc provider: the audience tokens must carry (required with oidc)' },
+  'oidc-jwks-url': { help: 'oidc provider: the JWKS URL, instead of discovery' },
+  'oidc-username-claim': { help: 'oidc provider: the claim naming the caller', default: 'sub' },
+  'k8s-audience': { help: 'audience a k8s-sa token must be issued for', default: 'kslate' },
+  'trust-proxy': { help: 'number of proxy hops to trust for the client address (X-Forwarded-For) and scheme (X-Forwarded-Proto)', default: '0' },
+  'log-level': { help: 'debug, info, warn or error', default: 'info' },
+  'drain-timeout': { help: 'on SIGTERM/SIGINT, let requests in flight finish for at most this long', default: '25s' },
+  'db-timeout': { help: "a request's database work longer than this answers 503 UNAVAILABLE", default: '10s' },
+  'db-pool-size': { help: 'database connections for requests; more requests than this wait in the gateway, not in PostgreSQL', default: '10' },
   'allow-async-replication': {
-    env: 'KSLATE_ALLOW_ASYNC_REPLICATION',
     help: 'true: accept a primary without a synchronous standby (no warning at start or in /readyz); a failover may then lose acknowledged writes (docs/ha.md)',
     default: 'false',
   },
-  ui: { env: 'KSLATE_UI', help: 'serve the read-only web console at /ui on the API port (true or false)', default: 'true' },
-  'ui-session-ttl': {
-    env: 'KSLATE_UI_SESSION_TTL',
-    help: 'how long a console sign-in lasts before the person must sign in again (at most 720h)',
-    default: '8h',
-  },
+  ui: { help: 'serve the read-only web console at /ui on the API port (true or false)', default: 'true' },
+  'ui-session-ttl': { help: 'how long a console sign-in lasts before the person must sign in again (at most 720h)', default: '8h' },
   'idempotency-ttl': {
-    env: 'KSLATE_IDEMPOTENCY_TTL',
     help: 'how long a write\'s answer is kept under its Idempotency-Key for retries to replay (1s to 720h; the worker\'s sweep deletes expired keys)',
     default: '24h',
   },
-  'watch-poll-interval': {
-    env: 'KSLATE_WATCH_POLL_INTERVAL',
-    help: 'how often the gateway reads the change log while watch streams are open',
-    default: '100ms',
-  },
-  'watch-heartbeat': { env: 'KSLATE_WATCH_HEARTBEAT', help: 'a watch stream with nothing to send sends a heartbeat this often', default: '15s' },
-  'watch-max-streams': { env: 'KSLATE_WATCH_MAX_STREAMS', help: 'open watch streams per gateway; beyond it a watch answers 503 UNAVAILABLE', default: '1024' },
-  'watch-queue': { env: 'KSLATE_WATCH_QUEUE', help: 'changes one watch stream may have waiting before it is closed as too slow', default: '1000' },
-  'watch-retention': {
-    env: 'KSLATE_WATCH_RETENTION',
-    help: 'how far back a class watch cursor may resume; older answers 410 EXPIRED',
-    default: '1h',
-  },
+  'watch-poll-interval': { help: 'how often the gateway reads the change log while watch streams are open', default: '100ms' },
+  'watch-heartbeat': { help: 'a watch stream with nothing to send sends a heartbeat this often', default: '15s' },
+  'watch-max-streams': { help: 'open watch streams per gateway; beyond it a watch answers 503 UNAVAILABLE', default: '1024' },
+  'watch-queue': { help: 'changes one watch stream may have waiting before it is closed as too slow', default: '1000' },
+  'watch-retention': { help: 'how far back a class watch cursor may resume; older answers 410 EXPIRED', default: '1h' },
   'watch-max-streams-per-identity': {
-    env: 'KSLATE_WATCH_MAX_STREAMS_PER_IDENTITY',
     help: 'open watch streams (and MCP subscriptions) of one identity per gateway, at most --watch-max-streams; beyond it a watch answers 429 RATE_LIMITED',
     default: '256',
   },
   'watch-stream-buffer': {
-    env: 'KSLATE_WATCH_STREAM_BUFFER',
     help: 'bytes a watch stream reads at a time to catch up, sent before it reads more (a larger change is read alone); e.g. 1Mi',
     default: '1Mi',
   },
   'watch-buffer': {
-    env: 'KSLATE_WATCH_BUFFER',
     help: 'bytes all watch streams together may hold for their clients (catch-up reads, the event being written); beyond it streams wait their turn',
     default: '64Mi',
   },
   'watch-slow-timeout': {
-    env: 'KSLATE_WATCH_SLOW_TIMEOUT',
     help: 'a watch stream whose client has not taken its last event (the socket does not drain) for this long ends (slow)',
     default: '30s',
   },
   'watch-max-age': {
-    env: 'KSLATE_WATCH_MAX_AGE',
     help: 'a watch stream ends (max_age) after this long (spread over its last tenth); clients resume with their last event id',
     default: '1h',
   },
   'mcp-max-sessions': {
-    env: 'KSLATE_MCP_MAX_SESSIONS',
     help: 'MCP sessions (/mcp/session, for resource subscriptions) per gateway; beyond it an initialize answers 503 UNAVAILABLE',
     default: '256',
   },
   'mcp-max-sessions-per-identity': {
-    env: 'KSLATE_MCP_MAX_SESSIONS_PER_IDENTITY',
     help: 'MCP sessions of one identity per gateway, at most --mcp-max-sessions; beyond it an initialize answers 429 RATE_LIMITED',
     default: '64',
   },
-  'mcp-max-subscriptions': { env: 'KSLATE_MCP_MAX_SUBSCRIPTIONS', help: 'resource subscriptions per MCP session', default: '64' },
+  'mcp-max-subscriptions': { help: 'resource subscriptions per MCP session', default: '64' },
   'mcp-session-idle': {
-    env: 'KSLATE_MCP_SESSION_IDLE',
     help: 'an MCP session without its GET stream and without requests, or leaving a notification untaken, ends after this',
     default: '60s',
   },
-  'data-dir': { env: 'KSLATE_DATA_DIR', help: 'dev only: where the embedded PostgreSQL keeps its data', default: '.kslate' },
-  'dev-pg-port': { env: 'KSLATE_DEV_PG_PORT', help: "dev only: the embedded PostgreSQL's port", default: '54329' },
+  'data-dir': { help: 'dev only: where the embedded PostgreSQL keeps its data', default: '.kslate' },
+  'dev-pg-port': { help: "dev only: the embedded PostgreSQL's port", default: '54329' },
 };
+
+/** A flag's variable is KSLATE_ and its name in upper snake case (--db-pool-size: KSLATE_DB_POOL_SIZE). */
+const envName = (flag: string) => `KSLATE_${flag.toUpperCase().replaceAll('-', '_')}`;
+
+/** Every flag, its variable and its default: the README's configuration table comes from here. */
+export const FLAGS: Record<string, FlagSpec> = Object.fromEntries(
+  Object.entries(FLAG_SPECS).map(([flag, spec]) => [flag, { env: envName(flag), ...spec }]),
+);
 
 /**
  * Defaults a command has of its own, over FLAGS' (decisions §6: the worker sweeps every 60s with

@@ -12,6 +12,7 @@ import type { Logger } from '../handlers/context.js';
 import type { Config } from './config.js';
 import type { GrpcServer } from './grpc/server.js';
 import { createApp, healthz, readyz } from './http/app.js';
+import type { McpOptions } from './http/mcp/server.js';
 import { McpSessions } from './http/mcp/sessions.js';
 import { listenHttp } from './http/listen.js';
 import { nodePeer } from './http/node-peer.js';
@@ -56,7 +57,15 @@ function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, h
   });
 }
 
-export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
+/**
+ * What an embedding program (the tests) may change of a gateway beyond its configuration:
+ * `mcp.direct: false` sends every MCP POST through the SDK (runtime/http/mcp/server.ts, McpOptions).
+ */
+export interface GatewayOptions {
+  mcp?: Pick<McpOptions, 'direct'>;
+}
+
+export async function startGateway(cfg: Config, log: Logger, opts: GatewayOptions = {}): Promise<Gateway> {
   const services = await createServices(cfg, log);
   try {
     const { applied } = await migrate(services.maintenancePool, { mode: cfg.databaseMode });
@@ -111,7 +120,7 @@ export async function startGateway(cfg: Config, log: Logger): Promise<Gateway> {
   services.metrics.gauges.mcpSessions = () => mcpSessions.size;
   let api: { server: Server; port: number };
   try {
-    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, sessions: mcpSessions }, ui: cfg.ui && { ttlMs: cfg.uiSessionTtlMs } }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls, services);
+    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, ...opts.mcp, sessions: mcpSessions }, ui: cfg.ui && { ttlMs: cfg.uiSessionTtlMs } }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls, services);
   } catch (e) {
     throw await abandon(portInUse(e, cfg.listenPort, 'API port: --listen / KSLATE_LISTEN'));
   }

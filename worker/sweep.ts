@@ -124,6 +124,27 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
   let leaseLost = false;
   const stopped = () => leaseLost || deps.signal?.aborted === true;
   const inBudget = () => !stopped() && now() < deadline;
+  /**
+   * One step's batches: the first always (a sweep makes progress however small its budget), then
+   * more while the last was full and the budget lasts. True when the last batch was full: work
+   * is left for the next sweep.
+   */
+  const batches = async (batch: () => Promise<boolean>): Promise<boolean> => {
+    let full = false;
+    for (let first = true; first || inBudget(); first = false) {
+      if (stopped()) break;
+      full = await batch();
+      if (!full) break;
+    }
+    return full;
+  };
+  /** A step's batches of at most PURGE_BATCH rows each, every batch's count handed to `count`. */
+  const purgeBatches = (purge: (limit: number) => Promise<number>, count: (n: number) => void) =>
+    batches(async () => {
+      const n = await purge(PURGE_BATCH);
+      count(n);
+      return n === PURGE_BATCH;
+    });
   const step = async (name: SweepStep, fn: () => Promise<void>) => {
     if (stopped() || (opts.steps && !opts.steps.includes(name))) return;
     const t0 = now();
@@ -166,30 +187,26 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
         const ttl = (c.spec as ClassSpec).ttl;
         const ms = ttl ? parseDuration(ttl) : null;
         if (!ms) continue;
-        for (let first = true; first || inBudget(); first = false) {
-          if (stopped()) break;
+        const left = await batches(async () => {
           const n = await db.expireRecords(c.name, ms / 1000, EXPIRE_BATCH);
           expired.records += n;
-          if (n < EXPIRE_BATCH) break;
-          if (!inBudget()) expired.more = true;
-        }
+          return n === EXPIRE_BATCH;
+        });
+        expired.more ||= left;
       }
       // Records whose own expiry (ttl_seconds) passed, in any class.
-      for (let first = true; first || inBudget(); first = false) {
-        if (stopped()) break;
+      const due = await batches(async () => {
         const n = await db.expireDueRecords(EXPIRE_BATCH);
         expired.records += n;
-        if (n < EXPIRE_BATCH) break;
-        if (!inBudget()) expired.more = true;
-      }
-      for (let first = true; first || inBudget(); first = false) {
-        if (stopped()) break;
+        return n === EXPIRE_BATCH;
+      });
+      const purge = await batches(async () => {
         const p = await db.purgeExpired(PURGE_BATCH);
         expired.historyRows += p.historyRows;
         expired.entries += p.entries;
-        expired.more = p.more;
-        if (!p.more) break;
-      }
+        return p.more;
+      });
+      expired.more ||= due || purge;
     });
     await step('retention', async () => {
       if (classes.length === 0) classes = await db.listClasses();
@@ -204,6 +221,7 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
       });
       for (const p of pending) retention.purged.set(p.name, 0);
       const sizers = new Map<RetentionWalk, RetentionBatches>();
+      const first = pending.length > 0 && (await db.purgesByRecord()) ? RETENTION_FIRST_BATCH_BY_RECORD : RETENTION_FIRST_BATCH;
       let forced = true; // the step's first batch runs whatever the clock says: every sweep makes progress
       for (let ran = true; ran && pending.length > 0 && !stopped() && (forced || now() < deadline); ) {
         ran = false; // a pass that ran no batch (no time left in any slice) ends the step
@@ -215,7 +233,7 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
             const left = sliceEnd - now();
             if (!forced && left <= 0) break;
             let sizer = sizers.get(walk);
-            if (!sizer) sizers.set(walk, (sizer = new RetentionBatches(budgetMs)));
+            if (!sizer) sizers.set(walk, (sizer = new RetentionBatches(budgetMs, first)));
             const limit = sizer.next(left);
             const t0 = now();
             const r = await db.purgeHistory(p.name, walk, p.rules, limit);
@@ -234,40 +252,22 @@ export async function sweep(deps: SweepDeps, opts: SweepOptions = {}): Promise<S
       retention.more = pending.length > 0;
     });
     await step('leases', async () => {
-      const leases = { flagged: 0, more: false };
-      report.leases = leases;
-      for (let first = true; first || inBudget(); first = false) {
-        if (stopped()) break;
-        const n = await db.flagLapsedLeases(PURGE_BATCH);
-        leases.flagged += n;
-        leases.more = n === PURGE_BATCH;
-        if (!leases.more) break;
-      }
+      report.leases = { flagged: 0, more: false };
+      const leases = report.leases;
+      leases.more = await purgeBatches((limit) => db.flagLapsedLeases(limit), (n) => (leases.flagged += n));
     });
     await step('read sets', async () => {
       report.prunedReads = await db.pruneReadSets(INFERENCE_WINDOW_SECONDS);
     });
     await step('sessions', async () => {
-      const sessions = { purged: 0, more: false };
-      report.sessions = sessions;
-      for (let first = true; first || inBudget(); first = false) {
-        if (stopped()) break;
-        const n = await db.purgeConsoleSessions(PURGE_BATCH);
-        sessions.purged += n;
-        sessions.more = n === PURGE_BATCH;
-        if (!sessions.more) break;
-      }
+      report.sessions = { purged: 0, more: false };
+      const sessions = report.sessions;
+      sessions.more = await purgeBatches((limit) => db.purgeConsoleSessions(limit), (n) => (sessions.purged += n));
     });
     await step('idempotency keys', async () => {
-      const keys = { purged: 0, more: false };
-      report.idempotencyKeys = keys;
-      for (let first = true; first || inBudget(); first = false) {
-        if (stopped()) break;
-        const n = await db.purgeIdempotencyKeys(PURGE_BATCH);
-        keys.purged += n;
-        keys.more = n === PURGE_BATCH;
-        if (!keys.more) break;
-      }
+      report.idempotencyKeys = { purged: 0, more: false };
+      const keys = report.idempotencyKeys;
+      keys.more = await purgeBatches((limit) => db.purgeIdempotencyKeys(limit), (n) => (keys.purged += n));
     });
     await step('gauges', async () => {
       if (classes.length === 0) classes = await db.listClasses();
@@ -320,7 +320,7 @@ const RETENTION_WALKS: readonly RetentionWalk[] = ['fields', 'checkpoints', 'age
 /**
  * The retention step's batch sizes (issue 37): a fixed 10,000-row batch that started just
  * before the deadline finished a second past it. The first batch of a walk reads
- * `RETENTION_FIRST_BATCH` rows; each later one is sized from the rate the walk's batches
+ * `RETENTION_FIRST_BATCH` rows (`RETENTION_FIRST_BATCH_BY_RECORD` on Citus); each later one is sized from the rate the walk's batches
  * measured (rows per ms, smoothed) to last `min(budget / 10, 1 s, half the time left)`,
  * between `RETENTION_MIN_BATCH` and `PURGE_BATCH` rows and at most four times the previous
  * size. Near the deadline the batches shrink to the minimum, so a sweep ends within its budget
@@ -328,15 +328,27 @@ const RETENTION_WALKS: readonly RetentionWalk[] = ['fields', 'checkpoints', 'age
  */
 export const RETENTION_FIRST_BATCH = 1000;
 export const RETENTION_MIN_BATCH = 100;
+/**
+ * The first batch when the database purges record by record (Citus: a delegated call per
+ * record, each deleting its rows on its node): a 1,000-row first batch took 3-5 s there on a
+ * loaded machine (about 0.25 rows per ms against tens on one PostgreSQL), longer than a 1 s
+ * budget, before any rate was measured. The minimum batch probes the rate instead.
+ */
+export const RETENTION_FIRST_BATCH_BY_RECORD = RETENTION_MIN_BATCH;
 
 export class RetentionBatches {
   private rate: number | null = null; // rows per ms
-  private last = RETENTION_FIRST_BATCH;
-  constructor(private readonly budgetMs: number) {}
+  private last: number;
+  constructor(
+    private readonly budgetMs: number,
+    private readonly first = RETENTION_FIRST_BATCH,
+  ) {
+    this.last = first;
+  }
 
   /** The next batch's row limit, with `leftMs` left before the deadline (<= 0: the minimum). */
   next(leftMs: number): number {
-    if (this.rate === null) return (this.last = RETENTION_FIRST_BATCH);
+    if (this.rate === null) return (this.last = this.first);
     const targetMs = Math.min(this.budgetMs / 10, 1000, leftMs / 2);
     const rows = Math.floor(this.rate * targetMs);
     this.last = Math.max(RETENTION_MIN_BATCH, Math.min(PURGE_BATCH, this.last * 4, rows));

@@ -93,11 +93,32 @@ const READ_ONE = {
         where r.class = $3 and r.rid = $4`,
 };
 
+// Since issue 32's one renderer (db/kysely/record.ts readRecord): a get (the handler always
+// names the fields: those the caller's role may read) is one named statement, the record's
+// head and its fields as one text: a JSON array of arrays (times as epoch ms, no values),
+// then each value's stored text after a \x01.
+const READ_NAMED = {
+  name: 'kslate_read_record_some',
+  text: `
+        select r.id as rec_id, r.record_version as rec_version, floor(extract(epoch from r.created_at) * 1000)::bigint as rec_created,
+          floor(extract(epoch from r.expires_at) * 1000)::bigint as rec_expires, floor(extract(epoch from r.last_write_at) * 1000)::bigint as rec_last_write,
+          (select coalesce(json_agg(json_build_array(
+              x.name, x.kind, null, x.version, x.record_version, x.author, x.identity_strength,
+              x.evidence, x.based_on, x.invocation, floor(extract(epoch from x.updated_at) * 1000)::bigint, x.owner, floor(extract(epoch from x.lease_expires_at) * 1000)::bigint,
+              x.lease_lapsed, kslate_lease_held(x.owner, x.lease_expires_at, now()), x.sz, x.fits) order by x.name)::text, '[]')
+              || coalesce(string_agg(case when x.fits then chr(1) || coalesce(x.value::text, 'null') end, '' order by x.name), '')
+           from (select f.*, ${FB} as sz, sum(${FB}) over () <= $1 as fits
+                 from fields f
+                 where f.rid = $2 and f.record_id = r.id and array_position($3::text[], f.name) is not null) x) as fields
+        from records r
+        where r.class = $4 and r.rid = $5`,
+};
+
 // Migration 0010: every put decided and applied (or refused) in one autocommitted statement,
 // named (WRITE in db/kysely/writes.ts).
 const WRITE = {
   name: 'kslate_write',
-  text: 'select outcome, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing from kslate_write($1, $2, $3, $4, $5, $6, $7::jsonb, $8::text[], $9, $10, $11, $12, $13, $14, $15)',
+  text: 'select outcome, version, record_version, created, cur_author, cur_value, cur_evidence, cur_updated_ms, moved, missing, expires_ms from kslate_write($1, $2, $3, $4, $5, $6, $7::jsonb, $8::text[], $9, $10, $11, $12, $13, $14, $15, $16::integer)',
 };
 
 let lockFn = false;
@@ -106,9 +127,13 @@ let write = false;
 
 /** Which write path the database offers (call once the schema is applied). */
 export async function detectLock(client) {
+  // By name in pg_proc, not to_regproc(): that answers null for an overloaded name, and
+  // kslate_write has had more than one signature since migration 0022, which sent the baseline
+  // back to migration 0001's five-statement put without anyone noticing but the drift warning.
   const { rows } = await client.query(
     `select to_regprocedure('kslate_lock_record(text,text,text[])') is not null as has,
-            to_regproc('kslate_try_write') is not null as try, to_regproc('kslate_write') is not null as write`,
+            exists (select 1 from pg_proc where proname = 'kslate_try_write') as try,
+            exists (select 1 from pg_proc where proname = 'kslate_write') as write`,
   );
   lockFn = Boolean(rows[0].has);
   tryWrite = Boolean(rows[0].try);
@@ -121,7 +146,7 @@ export async function detectLock(client) {
 /** The statements a raw put and get send, besides begin/commit (for the drift check). */
 export const rawStatements = {
   put: () => (write ? [WRITE.text] : tryWrite ? [TRY_WRITE.text] : lockFn ? [LOCK_FN, APPLY] : [LOCK, LOCK_FIELDS, APPLY]),
-  get: () => (tryWrite ? [READ_ONE.text] : [READ_RECORD, READ_FIELDS]),
+  get: () => (write ? [READ_NAMED.text] : tryWrite ? [READ_ONE.text] : [READ_RECORD, READ_FIELDS]),
 };
 
 /** Lock bench/<rid> and read field f1: { id, version } of the record and the field. */
@@ -146,7 +171,8 @@ export async function rawPut(c, idx, versions, author, value) {
   if (write) {
     const { rows } = await c.query({
       ...WRITE,
-      values: [CLASS, rid, 'f1', 'versioned', 'put', expected, null, null, author, 'shared-secret', JSON.stringify(value), null, 'null', 'null', expected],
+      // The last argument is the write's ttl_seconds (issue 37): none.
+      values: [CLASS, rid, 'f1', 'versioned', 'put', expected, null, null, author, 'shared-secret', JSON.stringify(value), null, 'null', 'null', expected, null],
     });
     // A STALE answers the field's current version (and writes its history row, as the gateway's does).
     versions[idx] = Number(rows[0].version);
@@ -188,8 +214,13 @@ export async function rawPut(c, idx, versions, author, value) {
 
 /** The reads of a get: the record row, then its fields (readRecord). */
 export async function rawGet(c, rid, names) {
+  if (write) {
+    const { rows } = await c.query({ ...READ_NAMED, values: [MAX_RESPONSE_BYTES, rid, names, CLASS, rid] });
+    // What the gateway then does with it: split the values off and one JSON.parse.
+    return JSON.parse(rows[0].fields.split('\x01', 1)[0]).length;
+  }
   if (tryWrite) {
-    const { rows } = await c.query({ ...READ_ONE, values: [MAX_RESPONSE_BYTES, names, CLASS, rid] });
+    const { rows } = await c.query({ ...READ_ONE, values: [MAX_RESPONSE_BYTES, rid, names, CLASS, rid] });
     // What the gateway then does with it: one JSON.parse.
     return JSON.parse(rows[0].fields).length;
   }

@@ -1,7 +1,7 @@
 /**
  * Coalesced writes (issue 38 item 1; docs/performance.md "Coalesced writes"): while
  * `lanes` write statements (the pool's size) are in flight, further writes (put, append, claim,
- * transactions) queue; when one returns, the queue goes as one statement,
+ * transactions, with an idempotency key or not) queue; when one returns, the queue goes as one statement,
  * kslate_write_batch (migration 0020), in one transaction with one commit, each write with
  * its own outcome. No timer: a write that finds a lane free goes at once, as its own single
  * statement, so an idle gateway adds no latency.
@@ -23,13 +23,18 @@
  *   budget is spent, or the gateway cancelled it at shutdown) or a lost connection (the
  *   outcome is unknown): every write of the batch fails with that fault, as a single write
  *   would.
+ * - A keyed write (Statements.keyed, idempotency.ts) goes in the batch through kslate_keyed
+ *   (migration 0022): its key is taken in the batch's transaction and kept, with the write and
+ *   its result, by the batch's one commit. A second write of the batch with the same key finds
+ *   the first's kept answer (a replay, or REUSED), as if sent after the first committed.
  * - A request is answered only after its batch's statement returned, that is committed.
  * - The WAL position (--write-lsn) is read once per batch, after it, on its connection.
  * - On Citus a batch would span shards: batching is off there (checked once, on the first write).
  */
 import { classifyDbError } from '../errors.js';
 import { StorageFault } from '../port.js';
-import type { Conn, Statements } from './conn.js';
+import type { Conn, KeyedStatement, Statements } from './conn.js';
+import { KEYED } from './idempotency.js';
 import { CLAIM, relaxedStatement, TRANSACT, WRITE } from './writes.js';
 
 /** At most this many writes go in one batch statement (a longer queue goes as several). */
@@ -64,6 +69,20 @@ export const BATCHED_STATEMENTS: ReadonlyMap<string, 'w' | 'c' | 'x'> = new Map(
   [TRANSACT.text, 'x'],
 ]);
 
+/**
+ * The keyed statements a batch carries (idempotency.ts KEYED; Statements.keyed) and the letter
+ * of their write function: in the batch a keyed write is `["key", rid, author, key, digest,
+ * ttl, [letter, arguments...]]`, run through kslate_keyed (migration 0022), the frame the
+ * keyed function alone runs too, and answered with the one row the keyed function answers.
+ * Its key is taken in the batch's transaction and kept until its one commit, with the write
+ * and its result. Checkpoint saves and refusals' answers are not batched (sent alone).
+ */
+export const BATCHED_KEYED: ReadonlyMap<string, 'w' | 'c' | 'x'> = new Map([
+  [KEYED.write, 'w'],
+  [KEYED.claim, 'c'],
+  [KEYED.transact, 'x'],
+]);
+
 const BATCH = { name: 'kslate_write_batch', text: 'select i, r from kslate_write_batch($1::json)' };
 
 /**
@@ -88,8 +107,6 @@ export interface BatchOptions {
   onBatch?: (size: number) => void;
 }
 
-type Rows = { rows: unknown[] };
-
 /** A write waiting in the queue. */
 interface Pending {
   fn: (s: Statements) => Promise<unknown>;
@@ -105,10 +122,13 @@ interface Captured {
   relaxed: boolean;
   name: string;
   text: string;
+  /** The write function's arguments (class and record first: the batch's sort order). */
   values: readonly unknown[];
+  /** A keyed write (Statements.keyed): sent alone as its own message, in a batch through kslate_keyed. */
+  keyed: KeyedStatement | null;
   wantLsn: boolean;
   lsn: string | null;
-  answer(rows: Rows): void;
+  answer(rows: unknown[]): void;
   fail(e: unknown): void;
 }
 
@@ -213,7 +233,15 @@ export class WriteBatcher {
           // A statement the batch does not carry, or one sent later: alone.
           if (!capturing || cap !== undefined || letter === undefined) return this.conn.exec<R>(name, text, values);
           return new Promise<{ rows: R[] }>((resolve, reject) => {
-            cap = { letter, relaxed: strict === undefined, name, text, values, wantLsn: it.wantLsn, lsn: null, answer: resolve as Captured['answer'], fail: reject };
+            cap = { letter, relaxed: strict === undefined, name, text, values, keyed: null, wantLsn: it.wantLsn, lsn: null, answer: (rows) => resolve({ rows: rows as R[] }), fail: reject };
+            caps.push(cap);
+          });
+        },
+        keyed: <R>(k: KeyedStatement) => {
+          const letter = BATCHED_KEYED.get(k.text);
+          if (!capturing || cap !== undefined || letter === undefined) return this.conn.keyed<R>(k);
+          return new Promise<R[]>((resolve, reject) => {
+            cap = { letter, relaxed: k.relaxed, name: '', text: k.text, values: k.values, keyed: k, wantLsn: it.wantLsn, lsn: null, answer: resolve as Captured['answer'], fail: reject };
             caps.push(cap);
           });
         },
@@ -241,7 +269,13 @@ export class WriteBatcher {
       .sort((a, b) => cmp(a.c.values[0], b.c.values[0]) || cmp(a.c.values[1], b.c.values[1]) || a.k - b.k)
       .map((x) => x.c);
     const wantLsn = sorted.some((c) => c.wantLsn);
-    const param = JSON.stringify(sorted.map((c) => [c.letter, ...c.values]));
+    const param = JSON.stringify(
+      sorted.map((c) =>
+        c.keyed === null
+          ? [c.letter, ...c.values]
+          : ['key', c.keyed.key.rid, c.keyed.key.author, c.keyed.key.key, c.keyed.key.digest, c.keyed.key.ttlSeconds, [c.letter, ...c.values]],
+      ),
+    );
     const st = sorted.every((c) => c.relaxed) ? BATCH_RELAXED : BATCH;
     this.opts.onBatch?.(sorted.length);
     let res: { rows: { i: number; r: unknown }[] };
@@ -273,19 +307,23 @@ export class WriteBatcher {
     for (const row of res.rows) rows[row.i]?.push(row.r);
     sorted.forEach((c, k) => {
       c.lsn = lsn;
-      c.answer({ rows: rows[k] });
+      c.answer(rows[k]);
     });
   }
 
-  /** A captured statement sent as its own statement. */
+  /** A captured statement sent as its own statement (a keyed one as its own message). */
   private async sendAlone(c: Captured): Promise<void> {
     this.opts.onBatch?.(1);
+    const send = async (st: Statements): Promise<unknown[]> => {
+      const k = c.keyed;
+      return k !== null ? st.keyed(k) : (await st.exec(c.name, c.text, c.values)).rows;
+    };
     try {
       if (c.wantLsn) {
-        const { value, lsn } = await this.conn.thenLsn((st) => st.exec(c.name, c.text, c.values));
+        const { value, lsn } = await this.conn.thenLsn(send);
         c.lsn = lsn;
         c.answer(value);
-      } else c.answer(await this.conn.exec(c.name, c.text, c.values));
+      } else c.answer(await send(this.conn));
     } catch (e) {
       c.fail(e);
     }

@@ -47,6 +47,11 @@ export class Conn {
     return selectRows<R>(await this.pool.query(text));
   }
 
+  /** A keyed write statement alone (Statements.keyed): its one message. */
+  keyed<R>(k: KeyedStatement): Promise<R[]> {
+    return this.simple<R>(k.message);
+  }
+
   /**
    * Whether the database has the citus extension (its tables then distributed by migration
    * 0014): asked once. For the few statements whose best plain-PostgreSQL shape Citus cannot
@@ -118,6 +123,7 @@ export class Conn {
         on.exec<R>(name, this.compiled(name, values, build), values),
       citus: () => this.citus(),
       simple: async <R>(text: string) => selectRows<R>(await client.query(text)),
+      keyed: <R>(k: KeyedStatement) => on.simple<R>(k.message),
       relaxable: () => this.relaxable(),
     };
     try {
@@ -163,6 +169,26 @@ export interface Statements {
    * any connection a statement failed on.
    */
   simple<R>(text: string): Promise<R[]>;
+  /**
+   * A keyed write statement (idempotency.ts): alone, its `message` (`begin; select ...;
+   * commit`, one round trip, answered after the commit); the write batcher may instead carry
+   * it in a batch (batch.ts), whose one commit then holds the write, its key and its result.
+   * The rows of its SELECT either way.
+   */
+  keyed<R>(k: KeyedStatement): Promise<R[]>;
+}
+
+/** A keyed write statement (idempotency.ts KEYED), as sent alone or carried in a batch. */
+export interface KeyedStatement {
+  /** Its text with parameters (which statement it is: batch.ts knows the batchable ones by it). */
+  text: string;
+  /** The write function's arguments (the parameters before key, digest and ttl). */
+  values: readonly unknown[];
+  key: { rid: string; author: string; key: string; digest: string; ttlSeconds: number };
+  /** A write of relaxed fields only: its transaction commits with synchronous_commit off. */
+  relaxed: boolean;
+  /** The one simple-protocol message that sends it alone, its values inlined. */
+  message: string;
 }
 
 /** The rows of the SELECT among a multi-statement query's results. */

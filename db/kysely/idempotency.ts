@@ -1,13 +1,16 @@
 /**
- * Idempotency keys (migrations 0011 and 0016): a keyed write as one statement that takes the
- * key, replays its stored result rows or runs the write and stores them; the answer to a keyed
- * write refused before its write statement; and the sweep's purge and gauge.
+ * Idempotency keys (migrations 0011, 0016 and 0022): a keyed write as one statement that takes
+ * the key, replays its stored result rows or runs the write and stores them; the answer to a
+ * keyed write refused before its write statement; and the sweep's purge and gauge.
  *
- * A keyed statement is sent as `begin; select ...; commit` in one simple-protocol message (one
- * round trip, its arguments inlined as literals): the COMMIT's answer is what tells the
+ * A keyed statement sent alone is `begin; select ...; commit` in one simple-protocol message
+ * (one round trip, its arguments inlined as literals): the COMMIT's answer is what tells the
  * gateway the write and its key are durable, and a connection lost before it leaves the
- * outcome unknown (the caller retries with the key). On Citus the keyed functions are
- * force-delegated to the record's node (migration 0016).
+ * outcome unknown (the caller retries with the key). Under load the write batcher carries a
+ * keyed put, claim or transaction in a batch instead (Statements.keyed, batch.ts): the same
+ * frame (kslate_keyed, migration 0022) in the batch's transaction, answered after its commit.
+ * On Citus the keyed functions are force-delegated to the record's node (migration 0016), and
+ * nothing is batched.
  */
 import { sql, type Kysely } from 'kysely';
 import {
@@ -39,8 +42,11 @@ import type { HistoryInsert } from '../port.js';
 
 const OUT = 'select state, status, body, result from';
 
-/** The keyed functions: the write function's arguments (with their types), then key, digest, ttl. */
-const KEYED = {
+/**
+ * The keyed functions: the write function's arguments (with their types), then key, digest,
+ * ttl. write, claim and transact are also carried in write batches (batch.ts BATCHED_KEYED).
+ */
+export const KEYED = {
   write: `${OUT} kslate_write_keyed($1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::jsonb, $8::text[], $9::text, $10::text, $11::text, $12::text, $13::text, $14::text, $15::bigint, $16::integer, $17::text, $18::text, $19::integer)`,
   claim: `${OUT} kslate_claim_keyed($1::text, $2::text, $3::text, $4::text, $5::text, $6::integer, $7::text, $8::text, $9::text, $10::integer)`,
   checkpoint: `${OUT} kslate_save_checkpoint_keyed($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::integer)`,
@@ -90,13 +96,24 @@ export function inline(text: string, values: readonly unknown[]): string {
   return text.replace(/\$(\d+)/g, (_, n: string) => literal(values[Number(n) - 1]));
 }
 
-/** Run a keyed statement in its one round trip; the stored or fresh result rows, or KeyRefusal. */
+/**
+ * Run a keyed statement: alone in its one round trip, or carried in a write batch (s.keyed);
+ * the stored or fresh result rows, or KeyRefusal. The statement is sent before the first
+ * await once the database is known (relaxed), so the batcher captures it.
+ */
 async function keyedCall(s: Statements, run: KeyedRun, text: string, values: readonly unknown[], relax: boolean | Promise<boolean> = false): Promise<unknown> {
   const k = run.key;
+  if (typeof relax !== 'boolean') relax = await relax;
   // A write of relaxed fields only (issue 38, writes.ts relaxed): its transaction, key included,
   // commits without waiting for the WAL flush.
-  const local = (await relax) ? ` set local synchronous_commit = off;` : '';
-  const rows = await s.simple<KeyedRow>(`begin;${local} ${inline(text, [...values, k.key, k.digest, k.ttlSeconds])}; commit`);
+  const local = relax ? ` set local synchronous_commit = off;` : '';
+  const rows = await s.keyed<KeyedRow>({
+    text,
+    values,
+    key: k,
+    relaxed: relax,
+    message: `begin;${local} ${inline(text, [...values, k.key, k.digest, k.ttlSeconds])}; commit`,
+  });
   const r = rows[0];
   if (!r) throw new Error('a keyed statement answered no row');
   run.ran = true;

@@ -101,9 +101,9 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
   }
 
   /**
-   * Coalesce the puts, appends, claims and transactions of this pool's sessions (batch.ts;
-   * --write-batching on), or not (`null`). Not those of a transaction (an idempotency key, a
-   * dry run): they run on its connection.
+   * Coalesce the puts, appends, claims and transactions of this pool's sessions, with an
+   * idempotency key or not (batch.ts; --write-batching on), or not (`null`). Not those of a
+   * transaction (a dry run): they run on its connection.
    */
   batchWrites(opts: BatchOptions | null): void {
     this.batcher = opts === null ? null : new WriteBatcher(this.conn, opts);
@@ -314,18 +314,18 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
 
   writeField(w: WriteRequest) {
     const k = this.keyRun;
-    // A keyed write is its own statement (never coalesced): its key is taken in it.
-    return this.write((s) => (k ? idempotency.writeFieldKeyed(s, k, w) : writes.writeField(s, w)), !k);
+    // Keyed or not, coalesced (batch.ts): a keyed write takes its key in its batch's transaction.
+    return this.write((s) => (k ? idempotency.writeFieldKeyed(s, k, w) : writes.writeField(s, w)), true);
   }
 
   claim(c: ClaimWrite) {
     const k = this.keyRun;
-    return this.write((s) => (k ? idempotency.claimKeyed(s, k, c) : writes.claim(s, c)), !k);
+    return this.write((s) => (k ? idempotency.claimKeyed(s, k, c) : writes.claim(s, c)), true);
   }
 
   transact(t: TransactRequest) {
     const k = this.keyRun;
-    return this.write((s) => (k ? idempotency.transactKeyed(s, k, t) : writes.transact(s, t)), !k);
+    return this.write((s) => (k ? idempotency.transactKeyed(s, k, t) : writes.transact(s, t)), true);
   }
 
   saveCheckpoint(cls: string, rid: string, role: string, document: Record<string, unknown>, author: string) {
@@ -420,6 +420,10 @@ export class PgDb implements TxDb, SweepDb, ChangeLog {
 
   purgeHistory(cls: string, walk: RetentionWalk, rules: RetentionRules, limit: number) {
     return this.guard(() => sweep.purgeHistoryBatch(this.kysely, cls, walk, rules, limit));
+  }
+
+  purgesByRecord() {
+    return this.guard(() => this.conn.citus());
   }
 
   flagLapsedLeases(limit: number) {

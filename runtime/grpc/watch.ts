@@ -145,12 +145,15 @@ export function watchRpc({ s, method, meta, toGrpc }: WatchDeps) {
     call.on('cancelled', onCancel);
     if (call.cancelled) onCancel();
     // A client that does not read blocks the writes below; a stream the gateway ended
-    // (slow, shutdown) is reset after a grace period instead of waiting for it.
-    let finished = false;
+    // (slow, shutdown) is reset after a grace period instead of waiting for it. Also when the
+    // loop below has finished: grpc-js calls a write's callback once the message is in the
+    // HTTP/2 stream's buffer, so the `end` and the trailers can sit behind a client's full
+    // flow-control window and the call would stay open (holding a graceful shutdown for its
+    // whole timeout). The resetter does nothing to a stream that has closed.
     void stream.ended.then((reason) => {
       if (reason === 'closed') return;
       setTimeout(() => {
-        if (finished || gone) return;
+        if (gone) return;
         resetters.get(call.metadata)?.();
         gone = true;
         rouse();
@@ -194,7 +197,6 @@ export function watchRpc({ s, method, meta, toGrpc }: WatchDeps) {
         if (!gone) call.emit('error', toGrpc(err, requestId));
       }
     } finally {
-      finished = true;
       stream.close();
       call.off('cancelled', onCancel);
     }

@@ -17,6 +17,14 @@ import {
 import type { LiveClass, MirrorReport, RoleMirror } from '../../worker/sweep.js';
 import { apiMessage, callOptions, headerMiddleware, serverOf, statusOf } from './cluster.js';
 
+/** One page of a list call, and the parameters this mirror sends with each. */
+type Page<T> = { items: T[]; metadata?: { _continue?: string } };
+interface ListPage {
+  labelSelector: string;
+  limit: number;
+  _continue: string | undefined;
+}
+
 export const FIELD_MANAGER = 'kslate-worker';
 
 export interface K8sRoleMirrorOptions {
@@ -152,26 +160,37 @@ export class K8sRoleMirror implements RoleMirror {
     call: <T>(what: () => string, fn: () => Promise<T>, hint: (s: number | null) => string) => Promise<T | undefined>,
   ): Promise<Existing | undefined> {
     const where = this.namespace ? `in namespace ${this.namespace}` : 'in all namespaces';
-    const roles = await call(
-      () => `cannot list the Roles kslate manages ${where}, so none is deleted this sweep`,
-      () => this.listAll<V1Role>((cont) => this.namespace
-        ? this.api.listNamespacedRole({ namespace: this.namespace, labelSelector: MANAGED_SELECTOR, limit: this.pageSize, _continue: cont }, this.options())
-        : this.api.listRoleForAllNamespaces({ labelSelector: MANAGED_SELECTOR, limit: this.pageSize, _continue: cont }, this.options())),
-      this.hint('list', 'roles', this.namespace || null),
+    const ns = this.namespace;
+    /** Every managed object of one kind: one namespace's list call, or the cluster-wide one. */
+    const managed = <T>(
+      kind: 'Roles' | 'RoleBindings',
+      inNamespace: (p: { namespace: string } & ListPage) => Promise<Page<T>>,
+      everywhere: (p: ListPage) => Promise<Page<T>>,
+    ) =>
+      call(
+        () => `cannot list the ${kind} kslate manages ${where}, so none is deleted this sweep`,
+        () => this.listAll<T>((cont) => {
+          const page: ListPage = { labelSelector: MANAGED_SELECTOR, limit: this.pageSize, _continue: cont };
+          return ns ? inNamespace({ namespace: ns, ...page }) : everywhere(page);
+        }),
+        this.hint('list', kind === 'Roles' ? 'roles' : 'rolebindings', ns || null),
+      );
+    const roles = await managed<V1Role>(
+      'Roles',
+      (p) => this.api.listNamespacedRole(p, this.options()),
+      (p) => this.api.listRoleForAllNamespaces(p, this.options()),
     );
-    const bindings = await call(
-      () => `cannot list the RoleBindings kslate manages ${where}, so none is deleted this sweep`,
-      () => this.listAll<V1RoleBinding>((cont) => this.namespace
-        ? this.api.listNamespacedRoleBinding({ namespace: this.namespace, labelSelector: MANAGED_SELECTOR, limit: this.pageSize, _continue: cont }, this.options())
-        : this.api.listRoleBindingForAllNamespaces({ labelSelector: MANAGED_SELECTOR, limit: this.pageSize, _continue: cont }, this.options())),
-      this.hint('list', 'rolebindings', this.namespace || null),
+    const bindings = await managed<V1RoleBinding>(
+      'RoleBindings',
+      (p) => this.api.listNamespacedRoleBinding(p, this.options()),
+      (p) => this.api.listRoleBindingForAllNamespaces(p, this.options()),
     );
     if (!roles || !bindings) return undefined;
     const byKey = <T extends V1Role | V1RoleBinding>(items: T[]) => new Map(items.map((o) => [`${o.metadata?.namespace}/${o.metadata?.name}`, o]));
     return { role: byKey(roles), binding: byKey(bindings) };
   }
 
-  private async listAll<T>(page: (cont: string | undefined) => Promise<{ items: T[]; metadata?: { _continue?: string } }>): Promise<T[]> {
+  private async listAll<T>(page: (cont: string | undefined) => Promise<Page<T>>): Promise<T[]> {
     const items: T[] = [];
     let cont: string | undefined;
     // Bounded: 1000 pages of pageSize objects is far beyond any real cluster's kslate roles.

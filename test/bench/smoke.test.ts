@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshDatabase, type TestDb } from '../setup/db.js';
 import { ROOT } from '../setup/build.js';
-import { cleanEnv, ensureBuilt, run } from '../setup/cli.js';
+import { cleanEnv, ensureBuilt, run, runProgram } from '../setup/cli.js';
 
 const SCENARIOS = ['floor', 'put', 'get', 'etcd', 'hot', 'claim', 'query', 'history', 'mcp', 'grpc'];
 
@@ -134,3 +134,45 @@ it('bench/run.mjs --smoke drives every scenario, prints the table and writes the
   expect(r.stdout).toContain('| ratio to etcd |');
   expect(result.targets.length).toBeGreaterThan(0);
 }, 120_000);
+
+/**
+ * The raw-SQL baseline (bench/lib/raw.mjs) must send the gateway's own statements, or its
+ * ratio compares with another design. The full run checks it with auto_explain, which only
+ * an embedded database has; here, on the smoke run's seeded database, against the gateway's
+ * own code: the put is db/kysely/writes.ts's WRITE, the get the text PostgreSQL holds for
+ * the named statement readRecord prepared (on a record the baseline's put wrote). Before the
+ * fix, detectLock asked to_regproc() for kslate_write, which answers null for an overloaded
+ * name, and the baseline had silently gone back to migration 0001's five-statement put.
+ */
+it('the raw baseline sends the statements the gateway sends (put and get)', async () => {
+  const script = `
+    import pg from 'pg';
+    import { detectLock, rawStatements, rawGet, rawPut } from './bench/lib/raw.mjs';
+    import { CLASS, FIELDS } from './bench/lib/db.mjs';
+    import { WRITE } from './dist/db/kysely/writes.js';
+    import { createPool, PgDb } from './dist/db/kysely/index.js';
+    const url = process.env.DB;
+    const norm = (s) => s.replace(/\\s+/g, ' ').trim();
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const lock = await detectLock(c);
+    // Record bench/r-999999, field f1, written by the baseline's own put.
+    const applied = await rawPut(c, 999999, { 999999: 0 }, 'apikey:bench', { n: 1 });
+    const pool = createPool({ connectionString: url, max: 1, timeoutMs: 30000 });
+    const db = new PgDb(pool);
+    await db.readRecord(CLASS, 'r-999999', { fields: FIELDS, entriesLimit: null, entriesBeforeSeq: null, maxBytes: 16 * 1024 * 1024 });
+    const { rows } = await pool.query("select statement from pg_prepared_statements where name = 'kslate_read_record_some'");
+    const fields = await rawGet(c, 'r-999999', FIELDS);
+    console.log(JSON.stringify({
+      lock,
+      applied,
+      put: norm(rawStatements.put().join(';')) === norm(WRITE.text),
+      get: rows.length === 1 && norm(rawStatements.get().join(';')) === norm(rows[0].statement),
+      fields,
+    }));
+    await c.end();
+    await db.kysely.destroy();`;
+  const r = await runProgram(process.execPath, ['--input-type=module', '-e', script], cleanEnv({ DB: db!.url }));
+  expect(r.code, r.stderr).toBe(0);
+  expect(JSON.parse(r.stdout)).toEqual({ lock: 'kslate_write() (1 autocommitted statement, named)', applied: true, put: true, get: true, fields: 1 });
+}, 60_000);

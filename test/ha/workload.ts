@@ -72,8 +72,20 @@ export const now = () => performance.now();
 const RETRY_BUDGET_MS = 30_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Whether a write's answer says its outcome is unknown (it may or may not have been applied). */
-export const outcomeUnknown = (op: OpRecord) => op.answer === null || op.status === null || (op.status === 503 && op.body?.outcome === 'unknown');
+/**
+ * Whether a write's answer says its outcome is unknown (it may or may not have been applied):
+ * no answer, a 503 saying so, or 409 IDEMPOTENCY_KEY_IN_USE — an earlier attempt with the same
+ * key is still running (docs/api.md: retry with the same key after Retry-After). The last is
+ * what a retry meets after a failover when the first retry's commit still waits for the
+ * synchronous standby past --db-timeout: that attempt answered 503 unknown, its transaction
+ * commits once a standby is back, and the key stays held until then. Counting that 409 as a
+ * refusal (as this did) made the register check read an applied write as not applied.
+ */
+export const outcomeUnknown = (op: OpRecord) =>
+  op.answer === null || op.status === null || (op.status === 503 && op.body?.outcome === 'unknown') || keyInUse(op);
+
+/** 409 IDEMPOTENCY_KEY_IN_USE: an earlier attempt with this operation's key is still running. */
+const keyInUse = (op: OpRecord) => op.status === 409 && op.body?.error === 'IDEMPOTENCY_KEY_IN_USE';
 
 export class Workload {
   readonly ops: OpRecord[] = [];
@@ -125,7 +137,8 @@ export class Workload {
     for (let attempt = 0; ; attempt++) {
       const op = await this.send(w, id, attempt, kind, record, method, path, body, extra);
       if (!body || !this.retryUnknownWithKey || !outcomeUnknown(op) || now() - started > RETRY_BUDGET_MS) return op;
-      await sleep(200);
+      // IN_USE comes with Retry-After (seconds); other unknown outcomes are retried at once-ish.
+      await sleep(keyInUse(op) ? Math.max(200, Number(op.retryAfter ?? 1) * 1000) : 200);
     }
   }
 
@@ -314,7 +327,8 @@ export function checkRun(
       say(`no answer (hang or socket error): ${show(o)}`);
       continue;
     }
-    if (!expectedStatus[o.kind].includes(o.status)) say(`unexpected status: ${show(o)}`);
+    // A retry (attempt > 0, its operation's key) may meet the attempt before it still running.
+    if (!expectedStatus[o.kind].includes(o.status) && !(o.attempt > 0 && keyInUse(o))) say(`unexpected status: ${show(o)}`);
     if (o.answer! - o.invoke > opts.answerWithinMs) say(`answered after ${Math.round(o.answer! - o.invoke)} ms (bound ${opts.answerWithinMs}): ${show(o)}`);
     if (o.status === 503) {
       if (o.body?.error !== 'UNAVAILABLE' || typeof o.body?.message !== 'string') say(`503 without UNAVAILABLE and a message: ${show(o)}`);

@@ -8,11 +8,11 @@
  * the other gateway.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { tasks } from '../fixtures/task-classes.js';
 import { startTestGateway, type TestGateway, writeBatches } from '../setup/gateway.js';
+import { CITUS } from '../setup/citus.js';
 
-const CITUS = (inject('pgCitusWorkers') ?? []).length > 0;
 
 const ROUNDS = 100;
 const LEASE = 5; // seconds: short, but far longer than one round

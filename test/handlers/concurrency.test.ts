@@ -3,12 +3,12 @@
  * gateway and PostgreSQL. Exactly one write per expected version may apply.
  */
 import pg from 'pg';
-import { describe, expect, inject, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { WIDE_FIELDS, wide } from '../fixtures/put-classes.js';
 import { type TestGateway, useGatewayWithSql, writeBatches } from '../setup/gateway.js';
+import { CITUS } from '../setup/citus.js';
 
-const CITUS = (inject('pgCitusWorkers') ?? []).length > 0;
 
 const N = 50;
 

@@ -14,6 +14,7 @@ import type { Identity } from '../../handlers/types.js';
 import { makeCtx } from '../../runtime/request.js';
 import { incident } from '../fixtures/classes.js';
 import { startTestGateway, type ClassInput, type TestGateway } from '../setup/gateway.js';
+import { CITUS } from '../setup/citus.js';
 
 /** A class whose one role reads '*' (incident's roles list their fields). */
 const ledger: ClassInput = {
@@ -23,6 +24,16 @@ const ledger: ClassInput = {
     roles: { keeper: { subjects: ['apikey:alice'], read: ['*'], write: ['*'] } },
   },
 };
+
+/**
+ * On Citus (vitest.citus.config.ts) the statement counts hold as they are, each write one
+ * delegated call; the plan halves are plain PostgreSQL's and are not checked there: the named
+ * statement prepared on this connection is the coordinator's (a call Citus routes to the
+ * record's shard), and the plan that reads the rows is made on the worker, on Citus's own
+ * connection to it, so neither pg_prepared_statements here nor an EXPLAIN of local tables
+ * shows it; and the seeds (hundreds of thousands of rows, fields without their `rid`) are
+ * shaped for one database. Each plan half says where it stops.
+ */
 
 let t: TestGateway;
 let pool: pg.Pool;
@@ -114,14 +125,15 @@ describe('applied writes: one round trip', () => {
     const seed = new pg.Client({ connectionString: t.db.url });
     await seed.connect();
     try {
-      await seed.query(`
+      // On Citus: the gets' statement counts below, not the plan cache (CITUS above).
+      if (!CITUS) await seed.query(`
         with r as (
           insert into records (class, rid, record_version)
           select 'bulk', 'b-' || g, 2 from generate_series(1, 60000) g returning id)
         insert into fields (record_id, class, name, kind, value, version, record_version, author, updated_at)
         select r.id, 'bulk', n, 'versioned', '"x"'::json, 1, 1, 'apikey:alice', now()
         from r cross join (values ('team'), ('status')) v(n)`);
-      await seed.query('analyze records; analyze fields');
+      if (!CITUS) await seed.query('analyze records; analyze fields');
     } finally {
       await seed.end();
     }
@@ -140,7 +152,7 @@ describe('applied writes: one round trip', () => {
       expect(all.statements).toEqual(['[kslate_read_record_some]']);
     }
     // The pool has one connection: its prepared statements are the ones the gets used.
-    for (const name of ['kslate_read_record_some']) {
+    for (const name of CITUS ? [] : ['kslate_read_record_some']) {
       const { rows } = await pool.query<{ generic_plans: string; custom_plans: string }>(
         `select generic_plans, custom_plans from pg_prepared_statements where name = $1`,
         [name],
@@ -163,9 +175,11 @@ describe('history reads use the record\'s index', () => {
       const row = (rid: string, n: string) => `
         insert into history (class, rid, field, op, version, record_version, value, author, outcome)
         select 'incident', ${rid}, 'title', 'put', g, g, to_json('v' || g), 'apikey:alice', 'applied' from generate_series(1, ${n}) g`;
-      await seed.query(row(`'rt-hist'`, '20000'));
+      // On Citus the page itself (a smaller seed: every row routed through the coordinator),
+      // not its plan (CITUS above).
+      await seed.query(row(`'rt-hist'`, CITUS ? '1100' : '20000'));
       await seed.query('analyze history');
-      await seed.query(row(`'rt-other-' || (g % 20000)`, '180000'));
+      if (!CITUS) await seed.query(row(`'rt-other-' || (g % 20000)`, '180000'));
       await seed.query('analyze history');
       sentWithValues = [];
       const page = await db.readHistory('incident', 'rt-hist', { fields: null, beforeSeq: null, limit: 1000, maxBytes: 4 << 20, mark: 'all' });
@@ -181,6 +195,7 @@ describe('history reads use the record\'s index', () => {
         expect(run.startsWith('\x1e') && run.endsWith('\x1f')).toBe(true);
       }
       expect(page.more).toBe(true);
+      if (CITUS) return;
       const stmt = sentWithValues.find((c) => /from history h/.test(c.text));
       expect(stmt).toBeDefined();
       const { rows } = await seed.query(`explain (analyze, format json) ${stmt!.text}`, stmt!.values);

@@ -8,9 +8,10 @@
  * way. The gateway with batching on did batch (svc_write_batch_size), the other did not.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { incident } from '../fixtures/classes.js';
 import { startTestGateway, type TestGateway } from '../setup/gateway.js';
+import { CITUS } from '../setup/citus.js';
 
 const HOT = 8;
 const HOT_WRITERS = 64;
@@ -40,7 +41,6 @@ const runs: Record<'on' | 'off', Run> = {} as never;
  * made the batcher's lanes busy; through the coordinator 128 writers queued on 2 connections
  * past the pool's wait and were answered 503).
  */
-const CITUS = (inject('pgCitusWorkers') ?? []).length > 0;
 
 async function start(mode: 'on' | 'off'): Promise<Run> {
   // A pool of 2: writes queue once two are in flight (the batcher's lanes are the pool's

@@ -151,6 +151,25 @@ describe('ApiKeyProvider: authentication', () => {
     expect(await p.authenticate(many[250])).toBeNull();
   });
 
+  it('keeps a token that matched (no digest again), never one that did not, and forgets them on reload', async () => {
+    writeFileSync(file, `keys:\n  - name: alice\n    sha256: ${sha(ALICE_KEY)}\n  - name: bob\n    key: ${BOB_KEY}\n`);
+    const p = await openProvider();
+    const spy = vi.mocked(crypto.timingSafeEqual);
+    expect((await p.authenticate(ALICE_KEY))?.name).toBe('alice');
+    spy.mockClear();
+    for (let i = 0; i < 3; i++) expect((await p.authenticate(ALICE_KEY))?.name).toBe('alice');
+    expect(spy).toHaveBeenCalledTimes(0);
+    // A token that did not match is judged afresh every time: nothing was kept for it.
+    for (let i = 0; i < 2; i++) expect(await p.authenticate(`${ALICE_KEY}x`)).toBeNull();
+    expect(await p.authenticate(sha(BOB_KEY))).toBeNull();
+    // A reload that removes alice: her kept token stops working at once.
+    writeFileSync(file, `keys:\n  - name: bob\n    key: ${BOB_KEY}\n`);
+    await vi.waitFor(async () => expect(await p.authenticate(ALICE_KEY)).toBeNull(), { timeout: 5000 });
+    spy.mockClear();
+    expect((await p.authenticate(BOB_KEY))?.name).toBe('bob');
+    expect(spy).toHaveBeenCalledTimes(1);
+  });
+
   it('accepts an empty key list, warning that nothing is accepted', async () => {
     writeFileSync(file, 'keys: []\n');
     const p = await openProvider();

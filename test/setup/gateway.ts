@@ -12,7 +12,7 @@ import { stringify } from 'yaml';
 import type { Logger } from '../../handlers/context.js';
 import type { ClassSpec } from '../../handlers/types.js';
 import { parseConfig } from '../../runtime/config.js';
-import { startGateway, type Gateway } from '../../runtime/serve.js';
+import { startGateway, type Gateway, type GatewayOptions } from '../../runtime/serve.js';
 import { freshDatabase, type TestDb } from './db.js';
 
 export const quietLog = process.env.KSLATE_TEST_LOG
@@ -110,6 +110,8 @@ export interface StartOptions {
   db?: TestDb;
   extraArgs?: string[];
   log?: Logger;
+  /** What the gateway changes beyond its flags (runtime/serve.ts GatewayOptions). */
+  gateway?: GatewayOptions;
 }
 
 export async function startTestGateway(classes: ClassInput[], opts: StartOptions = {}): Promise<TestGateway> {
@@ -146,7 +148,7 @@ export async function startTestGateway(classes: ClassInput[], opts: StartOptions
     ],
     {},
   );
-  const gw = await startGateway(cfg, opts.log ?? quietLog);
+  const gw = await startGateway(cfg, opts.log ?? quietLog, opts.gateway);
   const call: TestGateway['call'] = (who, method, path, body, headers) => callAs(gw.url, who, method, path, body, headers);
   return {
     gw,

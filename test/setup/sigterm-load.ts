@@ -100,6 +100,9 @@ export function grpcAttempt(port: number, path: string, message: Buffer, metadat
     const session = http2Connect(`http://127.0.0.1:${port}`);
     let errCode: string | undefined;
     let rst: number | undefined;
+    let headers = false;
+    let goaway: string | undefined;
+    session.on('goaway', (code: number, lastStreamId: number) => (goaway ??= `code ${code} last stream ${lastStreamId}`));
     session.on('error', (e: NodeJS.ErrnoException) => (errCode ??= e.code ?? e.message));
     session.on('connect', () => {
       const stream = session.request({
@@ -110,6 +113,7 @@ export function grpcAttempt(port: number, path: string, message: Buffer, metadat
         ...metadata,
       });
       const status = (h: Record<string, unknown>) => {
+        headers = true;
         if (h['grpc-status'] !== undefined) a.status = Number(h['grpc-status']);
       };
       stream.on('response', status);
@@ -133,6 +137,9 @@ export function grpcAttempt(port: number, path: string, message: Buffer, metadat
       else if (errCode && resetCodes.has(errCode)) a.fate = 'reset';
       else if (rst === h2.NGHTTP2_REFUSED_STREAM) a.code = 'REFUSED_STREAM';
       else if (errCode) a.fate = 'error';
+      // Any other way the stream ended unanswered: its RST code (NO_ERROR 0, CANCEL 8, …),
+      // whether the answer's headers had come, and whether the server sent GOAWAY first.
+      else a.code = `rst ${rst ?? 'none'}${headers ? ', headers seen' : ''}${goaway !== undefined ? `, goaway ${goaway}` : ''}`;
       if (errCode) a.code = errCode;
       resolve(a);
     });

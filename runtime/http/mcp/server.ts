@@ -10,19 +10,25 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import {
   CallToolRequestSchema,
+  CallToolResultSchema,
   ErrorCode,
+  JSONRPCRequestSchema,
   ListResourcesRequestSchema,
   McpError,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
+  RELATED_TASK_META_KEY,
   SubscribeRequestSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
   UnsubscribeRequestSchema,
+  type CallToolRequest,
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
+import { safeParse } from '@modelcontextprotocol/sdk/server/zod-compat.js';
 import { asSvcError } from '../../../handlers/index.js';
 import { MAX_BODY_BYTES } from '../../../handlers/body.js';
 import { SvcError } from '../../../handlers/errors.js';
@@ -62,6 +68,13 @@ export interface McpOptions {
    * 404 NOT_FOUND there, as the watch routes do.
    */
   sessions?: SessionEndpoint;
+  /**
+   * Answer the common POST of /mcp, one `tools/call` request, without the SDK's transport and
+   * `Server` (`directToolCall`; docs/performance.md "MCP direct path"). On by default; `false`
+   * sends every POST through the SDK, which the differential test (test/transports/mcp-direct.test.ts)
+   * compares it with. Not a flag of the product: both paths answer the same bytes.
+   */
+  direct?: boolean;
 }
 
 /** What serves /mcp/session: `McpSessions` (runtime/http/mcp/sessions.ts). */
@@ -94,7 +107,8 @@ const INSTRUCTIONS = [
  */
 export function mountMcp(app: Hono<AppEnv>, s: AppServices, peer: PeerAddress, opts: McpOptions = {}): void {
   const servers = serverPool(opts);
-  app.post(MCP_PATH, (c) => withCaller(c, s, peer, (caller) => serveMcp(c, s, caller, servers)));
+  const direct = opts.direct !== false;
+  app.post(MCP_PATH, (c) => withCaller(c, s, peer, (caller) => serveMcp(c, s, caller, servers, direct)));
   app.on(['GET', 'DELETE'], MCP_PATH, (c) => withCaller(c, s, peer, async () => methodNotAllowed()));
   const sessions = opts.sessions;
   app.on([...MCP_METHODS], MCP_SESSION_PATH, (c) =>
@@ -165,11 +179,24 @@ function serverPool(opts: McpOptions) {
   };
 }
 
-/** One POST: a pooled server and a fresh stateless transport, answered as JSON, then closed. */
-async function serveMcp(c: Context<AppEnv>, s: AppServices, caller: Caller, servers: ReturnType<typeof serverPool>): Promise<Response> {
+/**
+ * One POST: the common tools/call answered directly (`direct`), anything else by a pooled
+ * server and a fresh stateless transport, answered as JSON, then closed.
+ */
+async function serveMcp(
+  c: Context<AppEnv>,
+  s: AppServices,
+  caller: Caller,
+  servers: ReturnType<typeof serverPool>,
+  direct: boolean,
+): Promise<Response> {
   const body = await readMcpPost(c.req.raw);
   if (body === 'too-large') return tooLarge();
   const { req, parsedBody } = body;
+  if (direct) {
+    const message = commonToolCall(req, parsedBody);
+    if (message) return directToolCall(message, caller);
+  }
   const pooled = servers.acquire();
   // The caller's `run` builds a fresh context per tool call: the handlers keep per-call trace state on it.
   pooled.caller = caller;
@@ -209,6 +236,77 @@ async function serveMcp(c: Context<AppEnv>, s: AppServices, caller: Caller, serv
   } finally {
     closeLater();
   }
+}
+
+/** A JSON-RPC request of tools/call, as the SDK's JSON-RPC schema parsed it. */
+interface ToolCallMessage {
+  id: string | number;
+  message: unknown;
+}
+
+/**
+ * The common POST, which the direct path answers: one JSON-RPC request (not a batch, not a
+ * notification, not initialize) of `tools/call`, whose headers the SDK's stateless transport
+ * accepts as they are (Accept naming both JSON and SSE, Content-Type exactly application/json, a
+ * supported Mcp-Protocol-Version, no Mcp-Session-Id), valid by the SDK's own JSON-RPC request
+ * schema, and asking nothing of tasks (task augmentation or a related task). Anything else is
+ * undefined and goes to the SDK, which answers it (or refuses it) as it always did.
+ */
+export function commonToolCall(req: Request, parsedBody: unknown): ToolCallMessage | undefined {
+  if (parsedBody === null || typeof parsedBody !== 'object' || Array.isArray(parsedBody)) return undefined;
+  if ((parsedBody as { method?: unknown }).method !== 'tools/call') return undefined;
+  const h = req.headers;
+  // The transport's own checks (handlePostRequest), on the values it would read.
+  const accept = h.get('accept');
+  if (accept === null || !accept.includes('application/json') || !accept.includes('text/event-stream')) return undefined;
+  if (h.get('content-type') !== 'application/json') return undefined;
+  const version = h.get('mcp-protocol-version');
+  if (version === null || !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return undefined;
+  if (h.get('mcp-session-id') !== null) return undefined;
+  // JSONRPCMessageSchema is a union whose first member is the request schema: a message it
+  // accepts is parsed by that member, and is a request (isJSONRPCRequest).
+  const parsed = safeParse(JSONRPCRequestSchema, parsedBody);
+  if (!parsed.success) return undefined;
+  const message = parsed.data as { id: string | number; params?: { task?: unknown; _meta?: Record<string, unknown> } };
+  if (message.params?.task !== undefined || message.params?._meta?.[RELATED_TASK_META_KEY] !== undefined) return undefined;
+  return { id: message.id, message };
+}
+
+/**
+ * The common POST's answer, as the SDK gives it (Protocol's request handling, Server's tools/call
+ * wrapper, the transport's JSON response) without its machinery: the params parsed with the
+ * tools/call schema (a schema error is -32602, `invalidParams`, as every handler of our servers
+ * answers it), `callTool` with the request's caller, the result parsed with the tools/call
+ * result schema, and the JSON-RPC response or error (`code` when a safe integer, else -32603;
+ * `message`; `data` when there is one) in a 200 application/json answer.
+ */
+export async function directToolCall({ id, message }: ToolCallMessage, caller: Caller): Promise<Response> {
+  let text: string;
+  try {
+    const parsed = safeParse(CallToolRequestSchema, message);
+    if (!parsed.success) throw parsed.error;
+    const request = parsed.data as CallToolRequest;
+    const result = await callTool(request.params.name, request.params.arguments as ToolArgs | undefined, caller);
+    const checked = safeParse(CallToolResultSchema, result);
+    if (!checked.success) {
+      const said = checked.error instanceof Error ? checked.error.message : String(checked.error);
+      throw new McpError(ErrorCode.InvalidParams, `Invalid tools/call result: ${said}`);
+    }
+    text = JSON.stringify({ result: checked.data, jsonrpc: '2.0', id });
+  } catch (e) {
+    // As `answerInvalidParams` wraps the SDK's handler, then as Protocol answers what it throws.
+    const err = (invalidParams('tools/call', e) ?? e) as { code?: unknown; message?: unknown; data?: unknown };
+    text = JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      error: {
+        code: Number.isSafeInteger(err.code) ? err.code : ErrorCode.InternalError,
+        message: err.message ?? 'Internal error',
+        ...(err.data !== undefined && { data: err.data }),
+      },
+    });
+  }
+  return new Response(text, { status: 200, headers: { 'Content-Type': 'application/json' } });
 }
 
 /**
