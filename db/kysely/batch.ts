@@ -298,7 +298,19 @@ export class WriteBatcher {
       }
       await Promise.all(
         [...byRecord.values()].map(async (list) => {
-          for (const c of list) await this.sendAlone(c);
+          for (const c of list) {
+            // The batch's backend may not have released the key yet (the error comes before
+            // the abort): wait for it, or this write alone would answer IN_USE for its own key.
+            if (c.keyed !== null) {
+              const { author, key } = c.keyed.key;
+              const waited = await this.conn.exec(IDEMPOTENCY_WAIT.name, IDEMPOTENCY_WAIT.text, [author, key]).then(
+                () => true,
+                (e: unknown) => (c.fail(e), false),
+              );
+              if (!waited) continue;
+            }
+            await this.sendAlone(c);
+          }
         }),
       );
       return;
@@ -329,6 +341,9 @@ export class WriteBatcher {
     }
   }
 }
+
+/** Migration 0026: waits until no transaction holds an idempotency key's lock. */
+const IDEMPOTENCY_WAIT = { name: 'kslate_idempotency_wait', text: 'select kslate_idempotency_wait($1, $2)' };
 
 function cmp(a: unknown, b: unknown): number {
   const x = String(a);

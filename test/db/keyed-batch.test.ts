@@ -276,6 +276,48 @@ test('a batch that rolls back keeps no key: its keyed writes run again alone, on
   expect(keys.rows).toEqual([{ digest: 'd' }]);
 });
 
+test("a rolled-back batch's keyed write, sent again alone, waits for its key instead of answering IN_USE", async () => {
+  // The error of a batch reaches the gateway before the batch's backend has released the key's
+  // lock (PostgreSQL reports, then aborts). Another session holding the key stands in for that
+  // backend here: the keyed write sent again alone must wait for the key (migration 0026), not
+  // answer IDEMPOTENCY_KEY_IN_USE for a key held only by its own rolled-back batch.
+  const tag = randomUUID().slice(0, 8);
+  const key = `${tag}-key`;
+  const holder = new pg.Client({ connectionString: on.db.url });
+  const sql = new pg.Client({ connectionString: on.db.url });
+  await Promise.all([holder.connect(), sql.connect()]);
+  try {
+    await holder.query('begin');
+    const held = await holder.query(`select state from kslate_idempotency_begin($1, 'alice', $2, 'd')`, [`${tag}-a`, key]);
+    expect(held.rows).toEqual([{ state: 'fresh' }]);
+    on.sizes.length = 0;
+    const kr = run(`${tag}-a`, key, 'd');
+    const out = Promise.allSettled([
+      on.pg.writeField(put(`${tag}-0`, 'f', 0, 'lane')),
+      on.pg.keyed(kr).writeField(put(`${tag}-a`, 'f', 0, 'a1')),
+      on.pg.writeField(put(`${tag}-b`, 'f', 0, 'boom')),
+    ]);
+    // The fallback's wait for the key: one backend waiting on an advisory lock. Without the
+    // wait the writes settle first, the keyed one refused IN_USE.
+    await Promise.race([
+      settled(
+        async () => (await sql.query(`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory'`)).rows[0].n,
+        (n) => n === 1,
+      ),
+      out.then((o) => expect.fail(`settled while the key was held: ${JSON.stringify(o.map((x) => (x.status === 'rejected' ? String(x.reason) : x.status)))}`)),
+    ]);
+    await holder.query('rollback');
+    const settledOut = await out;
+    expect(settledOut.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    expect((settledOut[1] as PromiseFulfilledResult<unknown>).value).toMatchObject({ outcome: 'applied', version: 1 });
+    expect(on.sizes).toEqual([1, 2, 1, 1]);
+    expect((await sql.query(`select digest from idempotency_keys where key = $1`, [key])).rows).toEqual([{ digest: 'd' }]);
+  } finally {
+    await holder.end();
+    await sql.end();
+  }
+});
+
 test('a keyed refusal decided before its write keeps its answer as sent, with its history row, through the same frame', async () => {
   // kslate_idempotency_answer (alone, never batched) now runs 0016's frame through kslate_keyed.
   const tag = randomUUID().slice(0, 8);
