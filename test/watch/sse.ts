@@ -3,6 +3,7 @@
  * body parsed as the SSE format (events, ids, comment lines), no library in between.
  */
 import { KEYS } from '../setup/gateway.js';
+import { CITUS } from '../setup/citus.js';
 
 export interface SseEvent {
   event: string;
@@ -33,6 +34,13 @@ export interface Watch {
   close(): void;
 }
 
+/**
+ * How long a watch case waits for an event by default. On Citus (the shared test cluster) a
+ * change waits for the oldest open transaction on its worker, and other files' transactions
+ * held credential.test's revoke past 10 s once (2026-11-27); under the 60 s test timeout.
+ */
+const WAIT_MS = CITUS ? 40_000 : 10_000;
+
 export async function openWatch(baseUrl: string, who: string, path: string, headers: Record<string, string> = {}): Promise<Watch> {
   const ac = new AbortController();
   const res = await fetch(baseUrl + path, {
@@ -46,16 +54,16 @@ export async function openWatch(baseUrl: string, who: string, path: string, head
     events: [],
     done: false,
     taken: 0,
-    next: async (ms = 10_000) => {
+    next: async (ms = WAIT_MS) => {
       const [e] = (await w.until(w.taken + 1, ms)).slice(w.taken);
       w.taken++;
       return e;
     },
-    until: (n, ms = 10_000) => waitFor(() => w.events.length >= n || w.done, ms, () => `${w.events.length} of ${n} events`).then(() => {
+    until: (n, ms = WAIT_MS) => waitFor(() => w.events.length >= n || w.done, ms, () => `${w.events.length} of ${n} events`).then(() => {
       if (w.events.length < n) throw new Error(`stream ended after ${w.events.length} of ${n} events`);
       return w.events;
     }),
-    ended: (ms = 10_000) => waitFor(() => w.done, ms, () => 'the stream to end'),
+    ended: (ms = WAIT_MS) => waitFor(() => w.done, ms, () => 'the stream to end'),
     pause: () => void (paused = true),
     resume: () => {
       paused = false;
