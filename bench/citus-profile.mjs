@@ -19,12 +19,13 @@
  * bench/results/citus-profile-<time>.json. Run it on an idle machine.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { postgresCpu, round } from './lib/util.mjs';
+import { clusterModule } from './lib/citus-cluster.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = join(root, 'dist');
@@ -32,17 +33,6 @@ const { values: flags } = parseArgs({ options: { writes: { type: 'string', defau
 const N = Number(flags.writes);
 const say = (m) => process.stdout.write(`${m}\n`);
 const loadAvg = Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
-
-async function clusterModule() {
-  const { build } = await import('esbuild');
-  const out = join(root, 'test', 'citus', '.profile-cluster.mjs');
-  await build({ entryPoints: [join(root, 'test', 'citus', 'cluster.ts')], bundle: true, platform: 'node', format: 'esm', packages: 'external', outfile: out, logLevel: 'error' });
-  try {
-    return await import(out);
-  } finally {
-    rmSync(out, { force: true });
-  }
-}
 
 const WRITE = `select kslate_write('bench', $1, 'f', 'versioned', 'put', null, null, null, 'apikey:a', 'strong', $2::text, null, null, null, null, null::integer)`;
 
@@ -81,7 +71,7 @@ function perfReport(data, pids) {
 }
 
 async function main() {
-  const { CitusCluster } = await clusterModule();
+  const { CitusCluster } = await clusterModule('profile');
   const { migrate } = await import(join(dist, 'db', 'migrate.js'));
   say(`bench:citus-profile — ${N} writes a loop, load average ${loadAvg} at start${loadAvg > 1 ? ' (loaded: CPU figures are inflated)' : ''}`);
   const cluster = await CitusCluster.start({ workers: 2 });

@@ -23,13 +23,14 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { freePort, Latencies, postgresCpu, round, sleep } from './lib/util.mjs';
+import { clusterModule } from './lib/citus-cluster.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = join(root, 'dist');
@@ -42,18 +43,6 @@ const LOOP = Number(flags.loop);
 const say = (m) => process.stdout.write(`${m}\n`);
 const loadAvg = Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
 const label = loadAvg > 1 ? 'loaded' : 'idle';
-
-/** test/citus/cluster.ts, bundled next to itself (its paths are relative to it). */
-async function clusterModule() {
-  const { build } = await import('esbuild');
-  const out = join(root, 'test', 'citus', '.bench-cluster.mjs');
-  await build({ entryPoints: [join(root, 'test', 'citus', 'cluster.ts')], bundle: true, platform: 'node', format: 'esm', packages: 'external', outfile: out, logLevel: 'error' });
-  try {
-    return await import(out);
-  } finally {
-    rmSync(out, { force: true });
-  }
-}
 
 const CLASS = {
   apiVersion: 'kslate.dev/v1',
@@ -177,7 +166,7 @@ async function serverLoop(url, n, drop) {
 }
 
 async function main() {
-  const { CitusCluster } = await clusterModule();
+  const { CitusCluster } = await clusterModule('bench');
   const { migrate } = await import(join(dist, 'db', 'migrate.js'));
   const { migrations } = await import(join(dist, 'db', 'migrations', 'index.js'));
   say(`bench:citus — ${CLIENTS} clients, ${SECONDS} s a phase, load average ${loadAvg} at start: numbers are ${label}`);
