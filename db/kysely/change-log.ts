@@ -24,8 +24,31 @@ function mapChange({ sz, ...r }: ChangeColumns): ChangeRow {
   return { ...r, bytes: sz };
 }
 
-/** Every transaction below the oldest one running has finished: the frontier is just under it. */
-const FRONTIER = sql<string>`(pg_snapshot_xmin(pg_current_snapshot())::text::numeric - 1)::text`;
+/**
+ * The oldest transaction of THIS database still running, or the next one to start (xid8): every
+ * transaction of the database below it has finished. Only this database's transactions write
+ * its change log, so the others' are left out: the snapshot's running ids (`xip`) less those a
+ * backend of another database holds (`pg_stat_get_activity`, whose `backend_xid` every role may
+ * read) or another database has prepared (`pg_prepared_xact`), else the snapshot's `xmax`
+ * (running ids at or above it are not in `xip`). An id not found in either list counts as this
+ * database's (a transaction that just ended, a background worker's): it holds the frontier
+ * back for one read at most, never lets a row be skipped. With the server-wide
+ * `pg_snapshot_xmin`, another database's (or another test file's) long transaction held every
+ * watch of this one back for as long as it ran (test/watch/class.test.ts, "another database's").
+ * Text, not a fragment: Citus runs it on every node (run_command_on_all_nodes).
+ */
+export const DB_XMIN_SQL = `(select coalesce(
+    (select min(x) from pg_snapshot_xip(s.snap) x
+     where xid(x) not in (
+       select a.backend_xid from pg_stat_get_activity(null) a where a.datid <> d.oid and a.backend_xid is not null
+       union all
+       select p.transaction from pg_prepared_xact() p where p.dbid <> d.oid)),
+    pg_snapshot_xmax(s.snap))
+  from (select pg_current_snapshot() as snap) s, (select oid from pg_database where datname = current_database()) d)`;
+const DB_XMIN = sql<string>`${sql.raw(DB_XMIN_SQL)}`;
+
+/** Every transaction of the database below its oldest one running has finished: the frontier is just under it. */
+const FRONTIER = sql<string>`(${DB_XMIN}::text::numeric - 1)::text`;
 
 /** A group's frontier component: past any id of a transaction at or below `tx`. */
 const top = (tx: string): NodePos => ({ tx, id: Number.MAX_SAFE_INTEGER });
@@ -34,7 +57,7 @@ const top = (tx: string): NodePos => ({ tx, id: Number.MAX_SAFE_INTEGER });
 const BOTTOM: NodePos = { tx: '0', id: -1 };
 
 /**
- * Citus (issue 35): each node group's oldest running transaction, read on every node with
+ * Citus (issue 35): each node group's oldest running transaction of this database (DB_XMIN_SQL), read on every node with
  * `run_command_on_all_nodes` (and on this one, the coordinator, in case it is not in the
  * metadata). Every transaction of group g below its xmin has finished, so a later read sees
  * all of its rows: read first, then the rows. A node that does not answer fails the read
@@ -43,11 +66,11 @@ const BOTTOM: NodePos = { tx: '0', id: -1 };
 async function nodeXmins(db: Kysely<Database>): Promise<Map<string, bigint>> {
   const res = await sql<{ g: string; xmin: string | null; ok: boolean }>`
     select n.groupid::text as g, r.result as xmin, r.success as ok
-    from run_command_on_all_nodes($$select pg_snapshot_xmin(pg_current_snapshot())::text$$) r
+    from run_command_on_all_nodes(${'select ' + DB_XMIN_SQL + '::text'}) r
     join pg_dist_node n on n.nodeid = r.nodeid
     where n.noderole = 'primary'
     union all
-    select (select groupid from pg_dist_local_group)::text, pg_snapshot_xmin(pg_current_snapshot())::text, true`.execute(db);
+    select (select groupid from pg_dist_local_group)::text, ${DB_XMIN}::text, true`.execute(db);
   const out = new Map<string, bigint>();
   for (const r of res.rows) {
     if (!r.ok || r.xmin === null || !/^\d+$/.test(r.xmin)) throw new Error(`change log: node group ${r.g} did not give its oldest running transaction (${r.xmin ?? 'no answer'})`);
@@ -97,8 +120,8 @@ export async function readLog(
   // statement, so one snapshot: the frontier and the rows agree.
   const res = await sql<LogRow>`
     select s.frontier, x.candidates, ${CHANGE_COLUMNS_OF_X} from (
-      select ${FRONTIER} as frontier,
-             pg_snapshot_xmin(pg_current_snapshot()) as xmin) s
+      select (t.xmin::text::numeric - 1)::text as frontier, t.xmin
+      from (select ${DB_XMIN} as xmin) t) s
     left join lateral (
       select y.*, sum(y.sz) over w as running, row_number() over w as rn, count(*) over () as candidates
       from (

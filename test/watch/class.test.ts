@@ -27,10 +27,9 @@ afterAll(async () => {
 async function watch(who: string, path: string, headers: Record<string, string> = {}, url = t.url): Promise<Watch> {
   const w = await openWatch(url, who, path, headers);
   if (CITUS) {
-    // The log is read below each node's oldest running transaction, which PostgreSQL keeps per
-    // server, across databases: on the shared test cluster another file's transaction on the
-    // same worker holds this file's changes back for as long as it runs (docs/watch.md). The
-    // events come, later; 10 s was not always enough on a loaded 2-core machine.
+    // Each poll asks every node for its oldest running transaction and reads each node's log
+    // through the coordinator: on a loaded 2-core machine running three nodes, 10 s was not
+    // always enough for an event.
     const until = w.until;
     w.until = (n, ms = 60_000) => until(n, ms);
   }
@@ -143,6 +142,29 @@ describe('per-class watch', () => {
     await held.query('commit');
     const events = await w.until(3);
     expect(events.slice(1).map((e) => e.data.value)).toEqual(['held', 'later']);
+  });
+
+  test("another database's open transaction on the same server does not hold the log back", async () => {
+    // The frontier is this database's oldest running transaction, not the server's
+    // (db/kysely/change-log.ts DB_XMIN_SQL). On Citus the other transaction runs on the
+    // record's worker, whose log group it would hold back.
+    const w = await watch('alice', '/v1/classes/incident/watch');
+    await w.next();
+    const url = new URL(t.db.url);
+    if (CITUS) url.port = String(await nodePort('elsewhere'));
+    url.pathname = '/postgres';
+    const other = await pgClient(url.toString());
+    await other.query('begin');
+    const { rows } = await other.query(`select pg_current_xact_id()::text as x`);
+    expect(Number(rows[0].x)).toBeGreaterThan(0);
+    try {
+      await soft('elsewhere', 'not held');
+      // Without the per-database frontier this waits until the other transaction ends.
+      const events = await w.until(2);
+      expect(events[1].data).toMatchObject({ record: 'incident/elsewhere', value: 'not held' });
+    } finally {
+      await other.query('rollback');
+    }
   });
 
   test('a rolled-back transaction never appears and does not hold the log back', async () => {
