@@ -641,9 +641,17 @@ export type LogPosition = Readonly<Record<string, NodePos>>;
 /** History ids of node group g start at g * 2^48 (Citus's per-node identity ranges). */
 export const GROUP_SPAN = 2 ** 48;
 
-/** The node group whose transaction ids a history row's `tx` belongs to. */
+/**
+ * The node group of a history id's range (Citus draws each node's ids from `group << 48`): the
+ * group of a row written before migration 0027. A row's log group is ChangeRow.group.
+ */
 export function groupOf(id: number): string {
   return id < GROUP_SPAN ? '0' : String(Math.floor(id / GROUP_SPAN));
+}
+
+/** A change's place in its node group's log. */
+export interface GroupPos extends NodePos {
+  group: string;
 }
 
 /** `(tx, id)` order within one group. */
@@ -657,14 +665,14 @@ export function compareNode(a: NodePos, b: NodePos): number {
 }
 
 /** Whether `pos` already holds the row at `(tx, id)` (read at or before it). */
-export function covers(pos: LogPosition, row: NodePos): boolean {
-  const p = pos[groupOf(row.id)];
+export function covers(pos: LogPosition, row: GroupPos): boolean {
+  const p = pos[row.group];
   return p !== undefined && compareNode(row, p) <= 0;
 }
 
 /** `pos` moved to the row at `(tx, id)` in its group (a new object). */
-export function advance(pos: LogPosition, row: NodePos): LogPosition {
-  return { ...pos, [groupOf(row.id)]: { tx: row.tx, id: row.id } };
+export function advance(pos: LogPosition, row: GroupPos): LogPosition {
+  return { ...pos, [row.group]: { tx: row.tx, id: row.id } };
 }
 
 /** Whether `a` is past `b` in some group (a group missing counts as below everything). */
@@ -695,6 +703,11 @@ export interface ChangeRow extends WrittenRow {
   tx: string | null;
   /** The history row's id (history `seq`). */
   id: number;
+  /**
+   * The node group whose transaction ids `tx` is in (the node that wrote the row; migration
+   * 0027): '0' on plain PostgreSQL.
+   */
+  group: string;
   class: string;
   rid: string;
   field: string;

@@ -13,7 +13,7 @@
  * field the caller's role may not read is left out, premises on such fields too.
  */
 import * as v from 'valibot';
-import { groupOf, type ChangeRow, type LogPosition } from '../db/port.js';
+import type { ChangeRow, LogPosition } from '../db/port.js';
 import type { Ctx } from './context.js';
 import { decodeWatchCursor, encodeWatchCursor } from './cursor.js';
 import { SvcError } from './errors.js';
@@ -158,7 +158,7 @@ export async function watchClass(ctx: Ctx, input: WatchClassInput): Promise<Outc
 const cursors = new WeakMap<LogPosition, { key: string; id: Promise<string> }>();
 function classCursor(key: string, row: ChangeRow, pos: LogPosition | undefined): Promise<string> {
   const at = row.created_at.getTime();
-  if (!pos) return encodeWatchCursor(key, row.class, { pos: { [groupOf(row.id)]: { tx: row.tx!, id: row.id } }, at });
+  if (!pos) return encodeWatchCursor(key, row.class, { pos: { [row.group]: { tx: row.tx!, id: row.id } }, at });
   const hit = cursors.get(pos);
   if (hit && hit.key === key) return hit.id;
   const id = encodeWatchCursor(key, row.class, { pos, at });

@@ -78,7 +78,7 @@ export const PRESSURE_MS = 2_000;
 export const LIVE_QUEUE_BYTES = 16 * 1024 * 1024;
 
 /** A row's `(tx, id)` in its node group (class log rows always have a tx). */
-const nodePos = (r: ChangeRow) => ({ tx: r.tx!, id: r.id });
+const nodePos = (r: ChangeRow) => ({ group: r.group, tx: r.tx!, id: r.id });
 
 /**
  * The hub's position right after each live row it fanned out: a class stream's cursor for it

@@ -4,24 +4,31 @@
  * applied history by record version.
  */
 import { sql, type Kysely } from 'kysely';
-import { groupOf, type ChangeRow, type LogPosition, type NodePos } from '../port.js';
+import { type ChangeRow, type LogPosition, type NodePos } from '../port.js';
 import { HISTORY_BYTES } from './conn.js';
 import type { Database } from './schema.js';
 import { notPurged } from './sweep.js';
 
+/**
+ * The node group whose transaction ids a history row's `tx` is in: the node that wrote it
+ * (migration 0027), or for a row written before 0027 its id's range (Citus draws each node's
+ * ids from `group << 48`). 0 on plain PostgreSQL.
+ */
+const LOG_GROUP = sql`coalesce(h.log_group, (h.id >> 48)::int)`;
+
 /** The columns of a ChangeRow, from history `h`. */
-const CHANGE_COLUMNS = sql`h.tx::text as tx, h.id, h.class, h.rid, h.field, h.op, h.version, h.record_version, h.value, h.author,
+const CHANGE_COLUMNS = sql`h.tx::text as tx, ${LOG_GROUP}::text as grp, h.id, h.class, h.rid, h.field, h.op, h.version, h.record_version, h.value, h.author,
   h.identity_strength, h.evidence, h.based_on, h.invocation, h.created_at, ${HISTORY_BYTES} as sz`;
 
 /** CHANGE_COLUMNS again, from the subquery `x` that selected them. */
-const CHANGE_COLUMNS_OF_X = sql`x.tx, x.id, x.class, x.rid, x.field, x.op, x.version, x.record_version, x.value, x.author,
+const CHANGE_COLUMNS_OF_X = sql`x.tx, x.grp, x.id, x.class, x.rid, x.field, x.op, x.version, x.record_version, x.value, x.author,
   x.identity_strength, x.evidence, x.based_on, x.invocation, x.created_at, x.sz`;
 
 /** A row of CHANGE_COLUMNS. */
-type ChangeColumns = Omit<ChangeRow, 'bytes'> & { sz: number };
+type ChangeColumns = Omit<ChangeRow, 'bytes' | 'group'> & { sz: number; grp: string };
 
-function mapChange({ sz, ...r }: ChangeColumns): ChangeRow {
-  return { ...r, bytes: sz };
+function mapChange({ sz, grp, ...r }: ChangeColumns): ChangeRow {
+  return { ...r, group: grp, bytes: sz };
 }
 
 /**
@@ -146,12 +153,6 @@ export async function readLog(
   return { rows, frontier: complete ? { '0': top(res.rows[0].frontier) } : null };
 }
 
-/** The id range of node group `g`'s history rows (bigint text). */
-function groupRange(g: string): { lo: string; hi: string } {
-  const n = BigInt(g);
-  return { lo: (n << 48n).toString(), hi: ((n + 1n) << 48n).toString() };
-}
-
 /**
  * Citus: each node group's rows read on their own, in that group's `(tx, id)` order below its
  * xmin (read first), then merged: repeatedly the earliest-created head of the groups' rows
@@ -174,11 +175,10 @@ async function readLogByNode(
       const until = opts.upTo ? opts.upTo[g] : null;
       if (opts.upTo && !until) return [];
       const upTo = until ? sql`and (h.tx, h.id) <= (${until.tx}::xid8, ${until.id}::bigint)` : sql``;
-      const { lo, hi } = groupRange(g);
       const res = await sql<ChangeColumns>`
         select ${CHANGE_COLUMNS} from history h
         where h.class = any(${classes}::text[]) and h.outcome = 'applied'
-          and h.id >= ${lo}::bigint and h.id < ${hi}::bigint
+          and ${LOG_GROUP} = ${Number(g)}::int
           and (h.tx, h.id) > (${from.tx}::xid8, ${from.id}::bigint) ${upTo}
           and h.tx < ${xmins.get(g)!.toString()}::xid8
         order by h.tx, h.id
@@ -254,9 +254,9 @@ export async function firstChangeSince(
   const gs = citus ? [...(await nodeXmins(db)).keys()] : [null];
   const firsts = await Promise.all(
     gs.map(async (g) => {
-      const range = g === null ? sql`` : sql`and h.id >= ${groupRange(g).lo}::bigint and h.id < ${groupRange(g).hi}::bigint`;
-      const res = await sql<{ tx: string; id: number; created_at: Date }>`
-        select h.tx::text as tx, h.id, h.created_at from history h
+      const range = g === null ? sql`` : sql`and ${LOG_GROUP} = ${Number(g)}::int`;
+      const res = await sql<{ tx: string; grp: string; id: number; created_at: Date }>`
+        select h.tx::text as tx, ${LOG_GROUP}::text as grp, h.id, h.created_at from history h
         where h.class = ${cls} and h.outcome = 'applied' and h.tx is not null and h.created_at >= ${since} ${range}
         order by h.tx, h.id limit 1`.execute(db);
       return res.rows[0];
@@ -267,7 +267,7 @@ export async function firstChangeSince(
   for (const r of firsts) {
     if (!r) continue;
     // Just before it: its own transaction's earlier rows are in the window too (same created_at).
-    pos[groupOf(r.id)] = { tx: r.tx, id: r.id - 1 };
+    pos[r.grp] = { tx: r.tx, id: r.id - 1 };
     if (first === null || r.created_at < first) first = r.created_at;
   }
   return first ? { pos, created_at: first } : null;

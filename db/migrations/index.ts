@@ -27,6 +27,7 @@ import * as m0022 from './0022_keyed_batch.js';
 import * as m0024 from './0024_citus_history_ids.js';
 import * as m0025 from './0025_history_time_truncated.js';
 import * as m0026 from './0026_idempotency_wait.js';
+import * as m0027 from './0027_log_group.js';
 
 export interface Migration {
   version: number;
@@ -34,7 +35,7 @@ export interface Migration {
   up: string;
 }
 
-export const migrations: Migration[] = [m0001, m0002, m0003, m0004, m0005, m0006, m0007, m0008, m0009, m0010, m0011, m0012, m0013, m0014, m0015, m0016, m0017, m0018, m0019, m0020, m0021, m0022, m0024, m0025, m0026];
+export const migrations: Migration[] = [m0001, m0002, m0003, m0004, m0005, m0006, m0007, m0008, m0009, m0010, m0011, m0012, m0013, m0014, m0015, m0016, m0017, m0018, m0019, m0020, m0021, m0022, m0024, m0025, m0026, m0027];
 
 /** The schema version this build expects; /readyz is 200 only when it is present. */
 export const SCHEMA_VERSION = migrations[migrations.length - 1].version;

@@ -143,6 +143,38 @@ async function burnXids(s: pg.Client, n: number): Promise<void> {
   await s.query(`do $$ begin for i in 1..${n} loop perform pg_current_xact_id(); commit; end loop; end $$`);
 }
 
+/** The shard of `rid` (records' shard; its co-located shards move with it). */
+async function shardOf(rid: string): Promise<string> {
+  const { rows } = await pool.query<{ id: string }>(`select get_shard_id_for_distribution_column('records', $1::text)::text as id`, [rid]);
+  return rows[0].id;
+}
+
+/** Two records on worker `i`, on different shards (so moving one's shard leaves the other). */
+async function twoShardsOn(prefix: string, i: number): Promise<[string, string]> {
+  const port = cluster.workers[i].port;
+  const found: string[] = [];
+  const shards = new Set<string>();
+  for (let k = 0; found.length < 2; k++) {
+    const rid = `${prefix}${k}`;
+    if ((await nodeOf(rid)) !== port) continue;
+    const shard = await shardOf(rid);
+    if (shards.has(shard)) continue;
+    shards.add(shard);
+    found.push(rid);
+  }
+  return [found[0], found[1]];
+}
+
+/** Move `rid`'s shard (and its co-located shards) to worker `to`, writes blocked meanwhile. */
+async function moveTo(rid: string, to: number): Promise<void> {
+  const from = await nodeOf(rid);
+  await pool.query(
+    `select citus_move_shard_placement($1::bigint, '127.0.0.1', $2, '127.0.0.1', $3, shard_transfer_mode => 'block_writes')`,
+    [await shardOf(rid), from, cluster.workers[to].port],
+  );
+  expect(await nodeOf(rid)).toBe(cluster.workers[to].port);
+}
+
 describe('the class watch on Citus (a cursor per node, merged)', () => {
   it('sees every change of records on both workers exactly once and in per-record order, and resumes without skips or repeats', async () => {
     const [on1, on2] = await ridsPerWorker('w', 3);
@@ -230,5 +262,46 @@ describe('the class watch on Citus (a cursor per node, merged)', () => {
       w.close();
     }
     expectOncePerRecordOrder(full, expected);
+  });
+
+  it("a record whose shard moved to the other worker goes on in the class stream at once, in order, from the new node's ids", async () => {
+    // migration 0027: the record's log_tx and its rows' log group follow the node that writes
+    // them. Before it, a record moved from the node whose transaction ids ran ahead was read
+    // with the old node's ids: moved to the lower group its next change sat behind that
+    // group's cursor (never delivered); moved to the higher one it waited until the new node's
+    // ids passed the old ones.
+    const watcher = await sse('/v1/classes/incident/watch');
+    expect(watcher.status).toBe(200);
+    await watcher.until(1);
+    const expected: string[] = [];
+    const step = async (rid: string, rv: number) => {
+      await put(rid, { rid, rv });
+      expected.push(`incident/${rid}@${rv}`);
+      const got = await watcher.until(1 + expected.length, 60_000);
+      expect(keys(got)).toContain(`incident/${rid}@${rv}`);
+    };
+    for (const [from, to] of [
+      [1, 0],
+      [0, 1],
+    ]) {
+      // The source node's transaction ids far ahead of the destination's.
+      const [dst, src] = await Promise.all([workerSession(to), workerSession(from)]);
+      const ids = async (c: pg.Client) => BigInt((await c.query(`select pg_current_xact_id()::text as x`)).rows[0].x);
+      const gap = (await ids(dst)) - (await ids(src));
+      await burnXids(src, Number(gap > 0n ? gap : 0n) + 3_000);
+      const [moved, stays] = await twoShardsOn(`mv${from}-`, from);
+      await step(moved, 1);
+      // A later change on the source node: its group's cursor passes the moved record's log_tx.
+      await step(stays, 1);
+      await moveTo(moved, to);
+      await step(moved, 2);
+      await step(moved, 3);
+      await step(stays, 2);
+    }
+    expectOncePerRecordOrder(keys(watcher.events), expected);
+    // A stream resumed from the start of this case sees the same changes.
+    const first = watcher.events[0].id!;
+    const again = await sse(`/v1/classes/incident/watch?from=${encodeURIComponent(first)}`);
+    expectOncePerRecordOrder(keys(await again.until(1 + expected.length, 60_000)), expected);
   });
 });

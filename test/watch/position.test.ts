@@ -12,24 +12,27 @@ const KEY = 'k'.repeat(32);
 const payload = (c: string) => JSON.parse(Buffer.from(c.split('.')[0], 'base64url').toString('utf8'));
 
 describe('the log position', () => {
-  test('a row belongs to the node group of its history id (Citus ranges of 2^48; plain ids are group 0)', () => {
+  test("a row written before migration 0027 belongs to its history id's range (Citus ranges of 2^48; plain ids are group 0)", () => {
     expect(groupOf(41)).toBe('0');
     expect(groupOf(GROUP_SPAN + 5)).toBe('1');
     expect(groupOf(2 * GROUP_SPAN + 5)).toBe('2');
   });
 
-  test('transaction ids are compared within a group only', () => {
+  test('transaction ids are compared within a group only; the group is the row’s, not its id’s range', () => {
     const pos: LogPosition = { '1': { tx: '900', id: GROUP_SPAN + 9 } };
     // Group 2's transaction 5 is not "before" group 1's 900: nothing of group 2 was read.
-    expect(covers(pos, { tx: '5', id: 2 * GROUP_SPAN + 1 })).toBe(false);
-    expect(covers(pos, { tx: '899', id: GROUP_SPAN + 20 })).toBe(true);
-    expect(covers(pos, { tx: '900', id: GROUP_SPAN + 10 })).toBe(false);
-    const next = advance(pos, { tx: '5', id: 2 * GROUP_SPAN + 1 });
+    expect(covers(pos, { group: '2', tx: '5', id: 2 * GROUP_SPAN + 1 })).toBe(false);
+    expect(covers(pos, { group: '1', tx: '899', id: GROUP_SPAN + 20 })).toBe(true);
+    expect(covers(pos, { group: '1', tx: '900', id: GROUP_SPAN + 10 })).toBe(false);
+    // A record moved from group 1 to group 2 keeps rising ids in group 1's range (migration
+    // 0024), written with group 2's transaction ids: it is group 2's row.
+    expect(covers(pos, { group: '2', tx: '5', id: GROUP_SPAN + 20 })).toBe(false);
+    const next = advance(pos, { group: '2', tx: '5', id: 2 * GROUP_SPAN + 1 });
     expect(next).toEqual({ '1': pos['1'], '2': { tx: '5', id: 2 * GROUP_SPAN + 1 } });
     expect(ahead(next, pos)).toBe(true);
     expect(ahead(pos, next)).toBe(false);
     // xid8 beyond 2^53 compares exactly.
-    expect(covers({ '0': { tx: '9007199254740993', id: 1 } }, { tx: '9007199254740992', id: 7 })).toBe(true);
+    expect(covers({ '0': { tx: '9007199254740993', id: 1 } }, { group: '0', tx: '9007199254740992', id: 7 })).toBe(true);
   });
 
   test('join takes the later part of every group', () => {
