@@ -24,7 +24,7 @@
  * Runtime-neutral (timers only, no Node module); the Node gateway builds one in
  * runtime/services.ts. The Workers adapter has no long-lived process and builds none.
  */
-import { advance, ahead, covers, join, type ChangeLog, type ChangeRow, type LogPosition } from '../db/port.js';
+import { advance, ahead, compareNode, covers, join, type ChangeLog, type ChangeRow, type LogPosition } from '../db/port.js';
 import type { Logger } from '../handlers/context.js';
 import { SvcError } from '../handlers/errors.js';
 import type { FeedItem, FeedEnd, Subscription, WatchFeed, WatchFrom } from '../handlers/watch-feed.js';
@@ -76,6 +76,14 @@ export const PRESSURE_MS = 2_000;
  * what a stream holds of its own is charged to the budget instead.
  */
 export const LIVE_QUEUE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Whether a read's frontier is short of `target` in a group it read (a group no node has any
+ * more, e.g. a removed Citus worker, is read by nobody and does not count).
+ */
+function short(target: LogPosition, frontier: LogPosition): boolean {
+  return Object.keys(frontier).some((g) => target[g] !== undefined && compareNode(target[g], frontier[g]) > 0);
+}
 
 /** A row's `(tx, id)` in its node group (class log rows always have a tx). */
 const nodePos = (r: ChangeRow) => ({ group: r.group, tx: r.tx!, id: r.id });
@@ -293,6 +301,8 @@ class Sub implements Subscription {
     // Room for the page first: while the budget is full this waits, holding nothing.
     if (!(await this.charge(page))) return;
     let rows: ChangeRow[];
+    /** class: the read's frontier (null when it stopped at a limit). */
+    let frontier: LogPosition | null = null;
     try {
       if (this.from.kind === 'record') {
         // The first read also takes the row at the start version, only for its id (see accept).
@@ -309,6 +319,7 @@ class Sub implements Subscription {
       } else {
         const read = await this.hub.log.readLog([this.from.class], this.lastPos!, { upTo: this.target, limit: batch, maxBytes: page });
         rows = read.rows;
+        frontier = read.frontier;
       }
     } catch (e) {
       this.uncharge(page);
@@ -337,6 +348,15 @@ class Sub implements Subscription {
     if (rows.length > 0) return;
     // Live changes dropped while this read ran may have committed after its snapshot: read again.
     if (this.dropped !== dropped) return;
+    if (this.from.kind === 'class' && this.target && frontier !== null && short(this.target, frontier)) {
+      // The read found nothing, but its own frontier is short of the hub's position: it could
+      // not see every change up to there (the hub read past it earlier), so jumping to the
+      // target could skip changes. The frontier only rises, so this should never happen; if
+      // it does, read again after a poll interval rather than lose a change.
+      this.hub.behind(this.target, frontier);
+      await new Promise((r) => setTimeout(r, this.hub.opts.pollMs));
+      return;
+    }
     // Caught up: what arrived live meanwhile follows, without what the reads already gave.
     if (this.from.kind === 'class' && this.target) this.lastPos = join(this.lastPos!, this.target);
     this.mode = 'live';
@@ -572,6 +592,20 @@ export class ChangeHub implements WatchFeed {
       this.polling = false;
       this.schedule(more ? 0 : Math.min(5_000, this.opts.pollMs * 2 ** Math.min(this.failures, 10)));
     }
+  }
+
+  /** When a catch-up read's frontier was last found short of its target (logged at most once a minute). */
+  private behindAt = 0;
+
+  /** A catch-up read's frontier short of the hub's position (see Sub.catchUp): logged, then read again. */
+  behind(target: LogPosition, frontier: LogPosition | null): void {
+    const now = Date.now();
+    if (now - this.behindAt < 60_000) return;
+    this.behindAt = now;
+    this.logger.warn('watch: a catch-up read saw less of the change log than the hub had read; reading again', {
+      target: JSON.stringify(target),
+      frontier: frontier === null ? null : JSON.stringify(frontier),
+    });
   }
 
   /** Shutdown: every subscription ends (`shutdown`), new ones are refused. */
