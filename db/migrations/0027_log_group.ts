@@ -33,8 +33,10 @@ export const up = /* sql */ `
 do $mode$
 begin
   if exists (select 1 from pg_extension where extname = 'citus') then
+    -- plpgsql, not sql: its statement's plan is kept for the session, where a SQL function
+    -- that cannot be inlined is planned again in every write that calls it.
     create function kslate_local_group() returns integer
-    language sql stable parallel safe as $fn$ select groupid from pg_dist_local_group $fn$;
+    language plpgsql stable parallel safe as $fn$ begin return (select groupid from pg_dist_local_group); end $fn$;
     -- On every node (the write functions call it on the record's worker).
     perform create_distributed_function('kslate_local_group()');
   else
