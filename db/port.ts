@@ -641,14 +641,6 @@ export type LogPosition = Readonly<Record<string, NodePos>>;
 /** History ids of node group g start at g * 2^48 (Citus's per-node identity ranges). */
 export const GROUP_SPAN = 2 ** 48;
 
-/**
- * The node group of a history id's range (Citus draws each node's ids from `group << 48`): the
- * group of a row written before migration 0027. A row's log group is ChangeRow.group.
- */
-export function groupOf(id: number): string {
-  return id < GROUP_SPAN ? '0' : String(Math.floor(id / GROUP_SPAN));
-}
-
 /** A change's place in its node group's log. */
 export interface GroupPos extends NodePos {
   group: string;

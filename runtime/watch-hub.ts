@@ -598,13 +598,13 @@ export class ChangeHub implements WatchFeed {
   private behindAt = 0;
 
   /** A catch-up read's frontier short of the hub's position (see Sub.catchUp): logged, then read again. */
-  behind(target: LogPosition, frontier: LogPosition | null): void {
+  behind(target: LogPosition, frontier: LogPosition): void {
     const now = Date.now();
     if (now - this.behindAt < 60_000) return;
     this.behindAt = now;
     this.logger.warn('watch: a catch-up read saw less of the change log than the hub had read; reading again', {
       target: JSON.stringify(target),
-      frontier: frontier === null ? null : JSON.stringify(frontier),
+      frontier: JSON.stringify(frontier),
     });
   }
 

@@ -4,7 +4,7 @@
  * stay valid) on plain PostgreSQL, a part per group on Citus. Pure: no database.
  */
 import { describe, expect, test } from 'vitest';
-import { advance, ahead, covers, GROUP_SPAN, groupOf, join, type LogPosition } from '../../db/port.js';
+import { advance, ahead, covers, GROUP_SPAN, join, type LogPosition } from '../../db/port.js';
 import { decodeWatchCursor, encodeWatchCursor } from '../../handlers/cursor.js';
 import { SvcError } from '../../handlers/errors.js';
 
@@ -12,12 +12,6 @@ const KEY = 'k'.repeat(32);
 const payload = (c: string) => JSON.parse(Buffer.from(c.split('.')[0], 'base64url').toString('utf8'));
 
 describe('the log position', () => {
-  test("a row written before migration 0027 belongs to its history id's range (Citus ranges of 2^48; plain ids are group 0)", () => {
-    expect(groupOf(41)).toBe('0');
-    expect(groupOf(GROUP_SPAN + 5)).toBe('1');
-    expect(groupOf(2 * GROUP_SPAN + 5)).toBe('2');
-  });
-
   test('transaction ids are compared within a group only; the group is the row’s, not its id’s range', () => {
     const pos: LogPosition = { '1': { tx: '900', id: GROUP_SPAN + 9 } };
     // Group 2's transaction 5 is not "before" group 1's 900: nothing of group 2 was read.
