@@ -322,12 +322,19 @@ describe('kslate serve on SIGTERM under load', { timeout: 120_000 }, () => {
   async function expectNothingSentLost(gw: Gw, label: string, attempt: (c: number, n: number) => Promise<Attempt>, okStatus: number) {
     const f = await sigtermUnderLoad({ clients: CLIENTS, warmup: 200, attempt, signal: () => gw.served.child.kill('SIGTERM') });
     const exit = await within(gw.served.exited, 30_000, 'the exit');
-    console.log(describeFigures(`SIGTERM under load, ${label}`, f));
-    expect(exit).toEqual({ code: 0, signal: null });
+    const figures = describeFigures(`SIGTERM under load, ${label}`, f);
+    console.log(figures);
+    // What a failure prints: the figures (failed answers' messages included) and what the gateway warned of.
+    const why = `${figures}\ngateway warnings: ${JSON.stringify(
+      logLines(gw.served.stdout())
+        .filter((l) => l.level === 'warn' || l.level === 'error')
+        .slice(0, 20),
+    )}`;
+    expect(exit, why).toEqual({ code: 0, signal: null });
     expect(f.before.sent).toBeGreaterThan(0);
-    expect({ reset: f.before.reset, closed: f.before.closed, error: f.before.error }).toEqual({ reset: 0, closed: 0, error: 0 });
-    expect(f.before.answered).toBe(f.before.sent);
-    expect(Object.keys(f.before.statuses)).toEqual([String(okStatus)]);
+    expect({ reset: f.before.reset, closed: f.before.closed, error: f.before.error }, why).toEqual({ reset: 0, closed: 0, error: 0 });
+    expect(f.before.answered, why).toBe(f.before.sent);
+    expect(Object.keys(f.before.statuses), why).toEqual([String(okStatus)]);
     // Once the gateway stopped listening, new connections were refused by the kernel.
     expect(f.after.refused).toBeGreaterThan(0);
     expect(f.after.error).toBe(0);

@@ -27,7 +27,17 @@ export interface Attempt {
 
 export interface Figures {
   /** Requests written before the signal, and what became of them. */
-  before: { sent: number; answered: number; reset: number; closed: number; error: number; statuses: Record<string, number>; closedCodes: Record<string, number> };
+  before: {
+    sent: number;
+    answered: number;
+    reset: number;
+    closed: number;
+    error: number;
+    statuses: Record<string, number>;
+    closedCodes: Record<string, number>;
+    /** The messages of answers that were not the expected success (gRPC's grpc-message), and how many of each. */
+    failures: Record<string, number>;
+  };
   /** Requests not yet sent when the signal came (opened after it, or opened just before and not yet written). */
   after: { opened: number; answered: number; refused: number; reset: number; closed: number; error: number };
   attempts: Attempt[];
@@ -115,6 +125,8 @@ export function grpcAttempt(port: number, path: string, message: Buffer, metadat
       const status = (h: Record<string, unknown>) => {
         headers = true;
         if (h['grpc-status'] !== undefined) a.status = Number(h['grpc-status']);
+        // A failed call's message: what a failure of the test prints (describeFigures).
+        if (h['grpc-message'] !== undefined && a.status !== 0) a.code = decodeURIComponent(String(h['grpc-message']));
       };
       stream.on('response', status);
       stream.on('trailers', status);
@@ -175,6 +187,12 @@ export async function sigtermUnderLoad(opts: LoadOptions): Promise<Figures> {
   // How the requests sent before the signal but closed unanswered ended (RST code or socket error).
   const closedCodes: Record<string, number> = {};
   for (const a of sentBefore) if (a.fate === 'closed') closedCodes[a.code ?? 'none'] = (closedCodes[a.code ?? 'none'] ?? 0) + 1;
+  const failures: Record<string, number> = {};
+  for (const a of sentBefore) {
+    if (a.fate !== 'answered' || a.code === undefined) continue;
+    const key = `${a.status}: ${a.code}`;
+    failures[key] = (failures[key] ?? 0) + 1;
+  }
   return {
     before: {
       sent: sentBefore.length,
@@ -184,6 +202,7 @@ export async function sigtermUnderLoad(opts: LoadOptions): Promise<Figures> {
       error: count(sentBefore, 'error'),
       statuses,
       closedCodes,
+      failures,
     },
     after: {
       opened: notSent.length,
@@ -202,7 +221,8 @@ export function describeFigures(what: string, f: Figures): string {
   const { before: b, after: a } = f;
   return (
     `${what}: ${b.sent} requests sent before the signal: ${b.answered} answered ${JSON.stringify(b.statuses)}, ${b.reset} reset, ` +
-    `${b.closed} closed unanswered${b.closed ? ` ${JSON.stringify(b.closedCodes)}` : ''}, ${b.error} other errors; ${a.opened} not yet sent at the signal: ${a.answered} answered, ` +
+    `${b.closed} closed unanswered${b.closed ? ` ${JSON.stringify(b.closedCodes)}` : ''}, ${b.error} other errors` +
+    `${Object.keys(b.failures).length ? ` (failed answers: ${JSON.stringify(b.failures)})` : ''}; ${a.opened} not yet sent at the signal: ${a.answered} answered, ` +
     `${a.refused} refused, ${a.reset} reset, ${a.closed} closed unanswered, ${a.error} other errors`
   );
 }
