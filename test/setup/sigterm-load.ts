@@ -182,17 +182,19 @@ export async function sigtermUnderLoad(opts: LoadOptions): Promise<Figures> {
   const sentBefore = attempts.filter((a) => a.sentAt !== undefined && a.sentAt < signalledAt);
   const notSent = attempts.filter((a) => !sentBefore.includes(a));
   const count = (list: Attempt[], fate: Fate) => list.filter((a) => a.fate === fate).length;
-  const statuses: Record<string, number> = {};
-  for (const a of sentBefore) if (a.status !== undefined) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
+  /** How many of `list` give each key (undefined: not counted). */
+  const tally = (list: Attempt[], key: (a: Attempt) => string | undefined) => {
+    const n: Record<string, number> = {};
+    for (const a of list) {
+      const k = key(a);
+      if (k !== undefined) n[k] = (n[k] ?? 0) + 1;
+    }
+    return n;
+  };
+  const statuses = tally(sentBefore, (a) => a.status?.toString());
   // How the requests sent before the signal but closed unanswered ended (RST code or socket error).
-  const closedCodes: Record<string, number> = {};
-  for (const a of sentBefore) if (a.fate === 'closed') closedCodes[a.code ?? 'none'] = (closedCodes[a.code ?? 'none'] ?? 0) + 1;
-  const failures: Record<string, number> = {};
-  for (const a of sentBefore) {
-    if (a.fate !== 'answered' || a.code === undefined) continue;
-    const key = `${a.status}: ${a.code}`;
-    failures[key] = (failures[key] ?? 0) + 1;
-  }
+  const closedCodes = tally(sentBefore, (a) => (a.fate === 'closed' ? (a.code ?? 'none') : undefined));
+  const failures = tally(sentBefore, (a) => (a.fate === 'answered' && a.code !== undefined ? `${a.status}: ${a.code}` : undefined));
   return {
     before: {
       sent: sentBefore.length,
