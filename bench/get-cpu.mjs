@@ -7,7 +7,9 @@
  * HTTP and prints the gateway's CPU (utime + stime from /proc) per get for each. CPU per
  * request moves far less with a loaded machine than throughput does; compare builds by
  * alternating runs. GET_CPU_PROFILE=<dir> runs the gateway under --cpu-prof and prints its
- * hottest frames. Needs `npm run build` first.
+ * hottest frames. GET_CPU_REFERENCE=1 then measures the bench's minimal reference gateway
+ * (bench/lib/reference.mjs: node:http, pg, one SELECT that renders the record) on the same
+ * records in the same way, so the two CPU figures come from one window. Needs `npm run build` first.
  */
 import http from 'node:http';
 import pg from 'pg';
@@ -28,8 +30,8 @@ const cfg = writeConfig(1);
 const profileDir = process.env.GET_CPU_PROFILE; // a directory: run the gateway under --cpu-prof and summarise
 const gw = await startGateway({ root, databaseUrl: url, classesDir: cfg.classesDir, keysFile: cfg.keysFile, say: () => {}, profileDir, env: process.env.GW_ENV ? Object.fromEntries([process.env.GW_ENV.split('=')]) : {} });
 const agent = new http.Agent({ keepAlive: true, maxSockets: C });
-const req = (method, path, body) => new Promise((res, rej) => {
-  const r = http.request(gw.url + path, { method, agent, headers: { authorization: authOf(0), 'content-type': 'application/json' } }, (m) => {
+const req = (method, path, body, base = gw.url) => new Promise((res, rej) => {
+  const r = http.request(base + path, { method, agent, headers: { authorization: authOf(0), 'content-type': 'application/json' } }, (m) => {
     let t = ''; m.on('data', (d) => (t += d)); m.on('end', () => res([m.statusCode, t]));
   });
   r.on('error', rej); r.end(body);
@@ -41,21 +43,31 @@ for (let i = 0; i < R; i++) {
     if (s !== 200 && s !== 201 && s !== 409) throw new Error(`put ${s} ${t}`);
   }
 }
-async function run(n) {
+async function run(n, base = gw.url) {
   let i = 0;
-  await Promise.all(Array.from({ length: C }, async () => { while (i < n) { const k = i++; const [s, t] = await req('GET', `/v1/records/${CLASS}/r${k % R}`); if (s !== 200) throw new Error(`get ${s} ${t}`); } }));
+  await Promise.all(Array.from({ length: C }, async () => { while (i < n) { const k = i++; const [s, t] = await req('GET', `/v1/records/${CLASS}/r${k % R}`, undefined, base); if (s !== 200) throw new Error(`get ${s} ${t}`); } }));
 }
-await run(3000); // warm up
-const rounds = [];
-for (let j = 0; j < 3; j++) {
-  const c0 = processCpu(gw.pid); const t0 = performance.now();
-  await run(N);
-  const c1 = processCpu(gw.pid); const t1 = performance.now();
-  rounds.push({ us_per_get: Math.round(((c1 - c0) / N) * 1e6 * 10) / 10, rps: Math.round(N / ((t1 - t0) / 1000)) });
+async function rounds(pid, base) {
+  await run(3000, base); // warm up
+  const out = [];
+  for (let j = 0; j < 3; j++) {
+    const c0 = processCpu(pid); const t0 = performance.now();
+    await run(N, base);
+    const c1 = processCpu(pid); const t1 = performance.now();
+    out.push({ us_per_get: Math.round(((c1 - c0) / N) * 1e6 * 10) / 10, rps: Math.round(N / ((t1 - t0) / 1000)) });
+  }
+  const [, sample] = await req('GET', `/v1/records/${CLASS}/r1`, undefined, base);
+  return { rounds: out, bytes: sample.length };
 }
-const [, sample] = await req('GET', `/v1/records/${CLASS}/r1`);
-console.log(JSON.stringify({ label, N, C, rounds, bytes: sample.length }));
-await gw.stop(); cfg.cleanup(); agent.destroy();
+console.log(JSON.stringify({ label, N, C, ...(await rounds(gw.pid, gw.url)) }));
+await gw.stop(); cfg.cleanup();
+if (process.env.GET_CPU_REFERENCE === '1') {
+  const { startReference } = await import(`${root}/bench/lib/reference.mjs`);
+  const ref = await startReference({ databaseUrl: url, identities: 1 });
+  console.log(JSON.stringify({ label: 'reference', N, C, ...(await rounds(ref.pid, ref.url)) }));
+  await ref.stop();
+}
+agent.destroy();
 if (profileDir) {
   const { readdirSync } = await import('node:fs');
   const { summarizeProfile } = await import(`${root}/bench/lib/profile.mjs`);
