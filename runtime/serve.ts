@@ -14,7 +14,8 @@ import type { GrpcServer } from './grpc/server.js';
 import { createApp, healthz, readyz } from './http/app.js';
 import type { McpOptions } from './http/mcp/server.js';
 import { McpSessions } from './http/mcp/sessions.js';
-import { listenHttp } from './http/listen.js';
+import { directReads } from './http/direct.js';
+import { listenHttp, type ListenOptions } from './http/listen.js';
 import { nodePeer } from './http/node-peer.js';
 import { createServices, portInUse, type Services } from './services.js';
 import { DRAIN_GRACE_MS, stopListening, trackConnections } from './drain.js';
@@ -44,8 +45,17 @@ export interface Gateway {
 
 
 /** One HTTP server of the gateway, with the timeouts and connection limit of runtime/http/listen.ts. */
-function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, host: string, port: number, cfg: Config, tls: boolean, s: Services) {
+function listen(
+  fetch: (r: Request, env: any) => Response | Promise<Response>,
+  host: string,
+  port: number,
+  cfg: Config,
+  tls: boolean,
+  s: Services,
+  direct?: ListenOptions['direct'],
+) {
   return listenHttp(fetch, {
+    ...(direct ? { direct } : {}),
     host,
     port,
     maxConns: cfg.maxConns,
@@ -63,6 +73,8 @@ function listen(fetch: (r: Request, env: any) => Response | Promise<Response>, h
  */
 export interface GatewayOptions {
   mcp?: Pick<McpOptions, 'direct'>;
+  /** `direct: false` sends every API read through Hono too (runtime/http/direct.ts; the differential test compares the two). */
+  http?: { direct?: boolean };
 }
 
 export async function startGateway(cfg: Config, log: Logger, opts: GatewayOptions = {}): Promise<Gateway> {
@@ -120,7 +132,7 @@ export async function startGateway(cfg: Config, log: Logger, opts: GatewayOption
   services.metrics.gauges.mcpSessions = () => mcpSessions.size;
   let api: { server: Server; port: number };
   try {
-    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, ...opts.mcp, sessions: mcpSessions }, ui: cfg.ui && { ttlMs: cfg.uiSessionTtlMs } }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls, services);
+    api = await listen(createApp(services, nodePeer, { mcp: { ...NODE_MCP, ...opts.mcp, sessions: mcpSessions }, ui: cfg.ui && { ttlMs: cfg.uiSessionTtlMs } }).fetch, cfg.listenHost, cfg.listenPort, cfg, tls, services, opts.http?.direct === false ? undefined : directReads(services));
   } catch (e) {
     throw await abandon(portInUse(e, cfg.listenPort, 'API port: --listen / KSLATE_LISTEN'));
   }

@@ -11,9 +11,9 @@ import { asSvcError, operations, type Operation } from '../../handlers/index.js'
 import { IN_USE_RETRY_AFTER_SECONDS } from '../../handlers/write-once.js';
 import { watchOperations } from '../../handlers/watch.js';
 import { MCP_METHODS, MCP_PATH, MCP_SESSION_PATH, mountMcp, type McpOptions } from './mcp/server.js';
-import { ClientClosedRequest, runRequest, type AccessNote, type AppServices } from '../request.js';
+import { ClientClosedRequest, runRequest, type AccessNote, type AppServices, type RequestMeta } from '../request.js';
 import { readBody } from './body.js';
-import { addErrorHeaders, LSN_HEADER, reply, replyText, RETRY_AFTER_SECONDS } from './reply.js';
+import { addErrorHeaders, LSN_HEADER, replyText, RETRY_AFTER_SECONDS } from './reply.js';
 import { mountProtectedResource, PRM_PATH, PRM_RESOURCES } from './protected-resource.js';
 import { serveWatch } from './watch-sse.js';
 import { requestIdFrom, requestMeta, type AppEnv, type PeerAddress } from './env.js';
@@ -44,19 +44,7 @@ export function createApp(s: AppServices, peer: PeerAddress, opts: { mcp?: McpOp
       if (status === 401 || status === 503) addErrorHeaders(c, s);
       // Answers built by `reply` carry it already; others (MCP, Hono's own) get it here.
       if (!c.get('replied')) c.res.headers.set('x-request-id', requestId);
-      const path = c.req.path.length > 512 ? `${c.req.path.slice(0, 512)}…` : c.req.path;
-      const line = {
-        method: c.req.method,
-        path,
-        status,
-        duration_ms: Math.round((performance.now() - started) * 10) / 10,
-        author: access.author,
-        error: access.error,
-        request_id: requestId,
-      };
-      // Probes come every few seconds from the kubelet: debug, so they do not drown the rest.
-      if (path === '/readyz' || path === '/healthz') s.log.debug('request', line);
-      else s.log.info('request', line);
+      logAccess(s, c.req.method, c.req.path, status, started, access, requestId);
     }
   });
 
@@ -143,15 +131,50 @@ export async function readyz(c: Context, s: Pick<AppServices, 'readiness'>): Pro
 }
 
 async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: PeerAddress): Promise<Response> {
+  const a = await answerOperation(s, op, requestMeta(c, s, peer), {
+    url: c.req.url,
+    header: (name) => c.req.header(name),
+    params: () => c.req.param() as Record<string, string>,
+    query: () => c.req.query(),
+    body: () => readBody(c.req.raw),
+  });
+  return replyText(c, a.status, a.json, a.close, a.headers);
+}
+
+/** What answering an operation reads of an HTTP request, from Hono or from the Node adapter's direct path. */
+export interface OperationRequest {
+  /** The request target as sent (path and query), or the absolute URL: only its query is read. */
+  url: string;
+  header(name: string): string | undefined;
+  params(): Record<string, string>;
+  /** The first value of each query parameter. */
+  query(): Record<string, string>;
+  body(): Promise<RawBody>;
+}
+
+/** An operation's answer: status, JSON text, and the headers besides Content-Type and X-Request-Id. */
+export interface OperationAnswer {
+  status: number;
+  json: string | readonly string[];
+  /** The connection cannot carry another request (an oversized body was left unread). */
+  close: boolean;
+  headers: Record<string, string> | undefined;
+}
+
+/**
+ * One API operation over HTTP, whichever adapter carries it (Hono's route, the Node direct
+ * path): the write options from the request, the lifecycle (runtime/request.ts), and the
+ * answer's status, text and headers.
+ */
+export async function answerOperation(s: AppServices, op: Operation, meta: RequestMeta, req: OperationRequest): Promise<OperationAnswer> {
   let close = false;
-  let names = queryNames(c.req.url);
-  let query = c.req.query();
-  const meta = requestMeta(c, s, peer);
+  let names = queryNames(req.url);
+  let query = names.length === 0 ? {} : req.query();
   if (op.write) {
     // Issue 33: the key and `dry_run` reach the handlers as the context's write options. A
     // dry_run other than one `true` or `false` stays a parameter, which the handler refuses
     // (MALFORMED) at its step like any other.
-    const key = c.req.header('idempotency-key');
+    const key = req.header('idempotency-key');
     const dry = names.filter((n) => n === DRY_RUN);
     const dryRun = dry.length === 1 && (query[DRY_RUN] === 'true' || query[DRY_RUN] === 'false') ? query[DRY_RUN] === 'true' : undefined;
     if (dryRun !== undefined) {
@@ -162,22 +185,40 @@ async function handle(c: Context<AppEnv>, s: AppServices, op: Operation, peer: P
     meta.write = { ...(key !== undefined ? { idempotencyKey: key } : {}), ...(dryRun ? { dryRun } : {}) };
   }
   const r = await runRequest(s, meta, op, async () => {
-    const body: RawBody = op.write ? await readBody(c.req.raw) : { kind: 'none' };
+    const body: RawBody = op.write ? await req.body() : { kind: 'none' };
     // The rest of an oversized body is never read, so this connection cannot carry another request.
     if (body.kind === 'too-large') close = true;
-    return op.fromHttp({ params: c.req.param() as Record<string, string>, query, names, body });
+    return op.fromHttp({ params: req.params(), query, names, body });
   });
-  const extra = r.lsn === null ? undefined : { [LSN_HEADER]: r.lsn };
+  let headers: Record<string, string> | undefined = r.lsn === null ? undefined : { [LSN_HEADER]: r.lsn };
+  const also = (name: string, value: string) => (headers = { ...headers, [name]: value });
   if (!r.ok) {
-    const res = reply(c, r.error.status, r.error.body(), close, extra);
-    if (r.error.replayed) res.headers.set(REPLAYED_HEADER, 'true');
-    if (r.error.code === 'IDEMPOTENCY_KEY_IN_USE') res.headers.set('retry-after', String(IN_USE_RETRY_AFTER_SECONDS));
-    return res;
+    if (r.error.replayed) also(REPLAYED_HEADER, 'true');
+    if (r.error.code === 'IDEMPOTENCY_KEY_IN_USE') also('retry-after', String(IN_USE_RETRY_AFTER_SECONDS));
+    return { status: r.error.status, json: JSON.stringify(r.error.body()), close, headers };
   }
+  if (r.out.replayed) also(REPLAYED_HEADER, 'true');
   // A body the handler already wrote as JSON text (history, a replayed answer) goes out as it is.
-  const res = replyText(c, r.out.created ? 201 : 200, r.out.json ?? JSON.stringify(r.out.body), close, extra);
-  if (r.out.replayed) res.headers.set(REPLAYED_HEADER, 'true');
-  return res;
+  return { status: r.out.created ? 201 : 200, json: r.out.json ?? JSON.stringify(r.out.body), close, headers };
+}
+
+/**
+ * Every request's one access-log line at info (probes at debug): method, path, status,
+ * duration and author; never a credential, a body or a query string.
+ */
+export function logAccess(s: AppServices, method: string, path: string, status: number, started: number, access: AccessNote, requestId: string): void {
+  const line = {
+    method,
+    path: path.length > 512 ? `${path.slice(0, 512)}…` : path,
+    status,
+    duration_ms: Math.round((performance.now() - started) * 10) / 10,
+    author: access.author,
+    error: access.error,
+    request_id: requestId,
+  };
+  // Probes come every few seconds from the kubelet: debug, so they do not drown the rest.
+  if (path === '/readyz' || path === '/healthz') s.log.debug('request', line);
+  else s.log.info('request', line);
 }
 
 /** The query parameter of a dry run (issue 33). */

@@ -19,6 +19,16 @@ export function requestIdFrom(header: string | undefined, fresh: () => string): 
   return header !== undefined && REQUEST_ID.test(header) ? header : fresh();
 }
 
+/**
+ * What the answer's headers may read of a request, whatever carries it: Hono's `c.req`, or
+ * the Node adapter's direct path (runtime/http/direct.ts). `url` is absolute (scheme and host).
+ */
+export interface RequestView {
+  readonly url: string;
+  readonly path: string;
+  header(name: string): string | undefined;
+}
+
 /** The peer address of a request as the runtime sees it (Node: the socket; Workers: cf-connecting-ip). */
 export type PeerAddress = (c: Context<AppEnv>) => string;
 

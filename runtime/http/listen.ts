@@ -40,6 +40,11 @@ export interface ListenOptions {
   headerTimeoutMs: number;
   requestTimeoutMs: number;
   tls?: { cert: Buffer; key: Buffer };
+  /**
+   * Requests this takes (it answers them and returns true) skip the Web adapter and `fetch`
+   * (the API port's direct path, runtime/http/direct.ts); the rest go to `fetch`.
+   */
+  direct?: (req: IncomingMessage, res: ServerResponse) => boolean;
 }
 
 /** Node's default keep-alive idle time, kept unless the header timeout is shorter. */
@@ -63,7 +68,13 @@ export async function listenHttp(
     // Node checks the two timeouts above on this interval (default 30 s).
     connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(opts.headerTimeoutMs / 4))),
   };
-  const listener = getRequestListener(fetch, { hostname: opts.host }) as (req: IncomingMessage, res: ServerResponse) => void;
+  const viaFetch = getRequestListener(fetch, { hostname: opts.host }) as (req: IncomingMessage, res: ServerResponse) => void;
+  const direct = opts.direct;
+  const listener = direct
+    ? (req: IncomingMessage, res: ServerResponse) => {
+        if (!direct(req, res)) viaFetch(req, res);
+      }
+    : viaFetch;
   const server: Server = opts.tls
     ? createHttpsServer({ ...serverOptions, cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: opts.headerTimeoutMs }, listener)
     : createHttpServer(serverOptions, listener);

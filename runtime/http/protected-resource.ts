@@ -11,7 +11,7 @@ import * as v from 'valibot';
 import { SvcError } from '../../handlers/errors.js';
 import { MCP_PATH, MCP_SESSION_PATH } from './mcp/server.js';
 import { trustedHop, type AppServices } from '../request.js';
-import type { AppEnv } from './env.js';
+import type { AppEnv, RequestView } from './env.js';
 
 /** RFC 9728 §3: the well-known path, then the resource's own path (none for the whole API). */
 export const PRM_PATH = '/.well-known/oauth-protected-resource';
@@ -37,10 +37,10 @@ function authorizationServers(s: AppServices): string[] {
  * proxies what X-Forwarded-Proto and X-Forwarded-Host say (a TLS-terminating proxy in front
  * of a plain-HTTP gateway).
  */
-export function publicOrigin(c: Context<AppEnv>, s: Pick<AppServices, 'trustProxy'>): string {
-  const url = new URL(c.req.url);
-  const proto = trustedHop(c.req.header('x-forwarded-proto'), s.trustProxy);
-  const host = trustedHop(c.req.header('x-forwarded-host'), s.trustProxy);
+export function publicOrigin(req: RequestView, s: Pick<AppServices, 'trustProxy'>): string {
+  const url = new URL(req.url);
+  const proto = trustedHop(req.header('x-forwarded-proto'), s.trustProxy);
+  const host = trustedHop(req.header('x-forwarded-host'), s.trustProxy);
   if (!proto && !host) return url.origin;
   const scheme = proto === 'https' || proto === 'http' ? proto : url.protocol.slice(0, -1);
   try {
@@ -66,11 +66,11 @@ const QUOTABLE = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
  * with an authorization server the metadata URL (RFC 9728 §5.1), as the MCP authorization
  * spec expects.
  */
-export function wwwAuthenticate(c: Context<AppEnv>, s: AppServices): string {
+export function wwwAuthenticate(req: RequestView, s: AppServices): string {
   const params = ['realm="kslate"'];
-  if (/^\s*bearer\s+\S/i.test(c.req.header('authorization') ?? '')) params.push('error="invalid_token"');
+  if (/^\s*bearer\s+\S/i.test(req.header('authorization') ?? '')) params.push('error="invalid_token"');
   if (authorizationServers(s).length > 0) {
-    const url = publicOrigin(c, s) + metadataPath(c.req.path);
+    const url = publicOrigin(req, s) + metadataPath(req.path);
     if (QUOTABLE.test(url)) params.push(`resource_metadata="${url}"`);
   }
   return `Bearer ${params.join(', ')}`;
@@ -91,7 +91,7 @@ export function mountProtectedResource(app: Hono<AppEnv>, s: AppServices): void 
         return c.json(err.body(), 404);
       }
       const body: v.InferOutput<typeof protectedResourceBody> = {
-        resource: publicOrigin(c, s) + resource,
+        resource: publicOrigin(c.req, s) + resource,
         authorization_servers: servers,
         bearer_methods_supported: ['header'],
         resource_name: 'kslate',

@@ -1,7 +1,7 @@
 /** The JSON answer every HTTP route sends (operations, watch refusals). */
 import type { Context } from 'hono';
 import type { AppServices } from '../request.js';
-import type { AppEnv } from './env.js';
+import type { AppEnv, RequestView } from './env.js';
 import { wwwAuthenticate } from './protected-resource.js';
 
 /** Seconds every 503 asks the client to wait before retrying (Retry-After). */
@@ -9,14 +9,20 @@ export const RETRY_AFTER_SECONDS = 1;
 
 /**
  * What an error answer of any route (the API, watch refusals, MCP, the console) says besides
- * its body, added in one place for all (the app's first middleware): a 401 how to
- * authenticate (WWW-Authenticate), a 503 when to retry (Retry-After). Headers a route set
- * itself are kept.
+ * its body, added in one place for all (the app's first middleware, and the Node adapter's
+ * direct path): a 401 how to authenticate (WWW-Authenticate), a 503 when to retry
+ * (Retry-After). Headers a route set itself are kept.
  */
+export function errorHeader(status: number, req: RequestView, s: AppServices): [name: string, value: string] | undefined {
+  if (status === 401) return ['www-authenticate', wwwAuthenticate(req, s)];
+  if (status === 503) return ['retry-after', String(RETRY_AFTER_SECONDS)];
+  return undefined;
+}
+
+/** errorHeader on a Hono answer, unless the route set that header itself. */
 export function addErrorHeaders(c: Context<AppEnv>, s: AppServices): void {
-  const status = c.res.status;
-  if (status === 401 && !c.res.headers.has('www-authenticate')) c.res.headers.set('www-authenticate', wwwAuthenticate(c, s));
-  else if (status === 503 && !c.res.headers.has('retry-after')) c.res.headers.set('retry-after', String(RETRY_AFTER_SECONDS));
+  const h = errorHeader(c.res.status, c.req, s);
+  if (h && !c.res.headers.has(h[0])) c.res.headers.set(h[0], h[1]);
 }
 
 /**
