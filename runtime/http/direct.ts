@@ -14,7 +14,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getQueryParam } from 'hono/utils/url';
 import { asSvcError, operations, type Operation } from '../../handlers/index.js';
 import { watchOperations } from '../../handlers/watch.js';
-import { clientAddress, ClientClosedRequest, type AccessNote, type AppServices, type RequestMeta } from '../request.js';
+import { clientAddress, type AccessNote, type AppServices, type RequestMeta } from '../request.js';
 import { answerOperation, logAccess } from './app.js';
 import { requestIdFrom, type RequestView } from './env.js';
 import { errorHeader } from './reply.js';
@@ -110,21 +110,24 @@ function answer(s: AppServices, route: Route, m: RegExpExecArray, req: IncomingM
     params: () => params,
     query: () => getQueryParam(url) as Record<string, string>,
     body: () => Promise.resolve({ kind: 'none' }),
-  }).then(
-    (a) => send(a.status, a.json, a.headers),
-    (e: unknown) => {
-      // As Hono's onError: nothing of a read throws past the lifecycle but a fault of its own.
-      if (e instanceof ClientClosedRequest || res.headersSent) {
-        access.error = 'CLIENT_CLOSED';
-        res.destroy();
-        logAccess(s, 'GET', path, 499, started, access, requestId);
-        return;
-      }
-      const err = asSvcError(e, { log: s.log, requestId });
-      access.error = err.code;
-      send(err.status, JSON.stringify(err.body()), undefined);
-    },
-  );
+  })
+    .then(
+      (a) => send(a.status, a.json, a.headers),
+      (e: unknown) => {
+        // As Hono's onError: a read throws past the lifecycle only on a fault of its own.
+        const err = asSvcError(e, { log: s.log, requestId });
+        access.error = err.code;
+        send(err.status, JSON.stringify(err.body()), undefined);
+      },
+    )
+    .catch((e: unknown) => {
+      // Writing the answer or its log line failed: the request is not left hanging, nor the rejection unhandled.
+      s.log.error('answering a read on the direct path failed; its connection is closed if the answer was not complete', {
+        request_id: requestId,
+        error: e instanceof Error ? e.message : String(e),
+      });
+      if (!res.writableEnded) res.destroy();
+    });
 }
 
 /**

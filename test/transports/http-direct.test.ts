@@ -162,3 +162,28 @@ describe('a GET answered directly is byte for byte what Hono answers', () => {
     expect(a.status).toBe(200);
   });
 });
+
+test('a fault after the answer (here the access log throwing) is logged, and the gateway goes on answering', async () => {
+  const errors: string[] = [];
+  const log = {
+    debug: () => undefined,
+    info: (msg: string) => {
+      if (msg === 'request') throw new Error('the log sink is gone');
+    },
+    warn: () => undefined,
+    error: (msg: string) => void errors.push(msg),
+  };
+  const t = await startTestGateway([incident], { db: { ...direct.db, drop: async () => undefined }, log });
+  try {
+    for (let i = 0; i < 2; i++) {
+      const before = viaHono.mock.calls.length;
+      const a = await raw(t.url, '/v1/records/incident/r1', [HOST, auth('alice')]);
+      expect(viaHono.mock.calls.length).toBe(before);
+      expect(a.status).toBe(200);
+      expect(JSON.parse(a.body).record).toBe('incident/r1');
+    }
+    expect(errors.filter((m) => /direct path failed/.test(m))).toHaveLength(2);
+  } finally {
+    await t.close();
+  }
+});
