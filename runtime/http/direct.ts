@@ -1,7 +1,7 @@
 /**
  * The Node adapter's direct path for the API's reads (issue 38 item 3; docs/performance.md
- * "HTTP direct path"): a GET of an operation (get, history, query, classes, entries,
- * checkpoint load) goes from node:http straight to the one request lifecycle, without the
+ * "the HTTP direct path for reads"): a GET of a read operation (get, history, query, the
+ * class list and a class, checkpoint load) goes from node:http straight to the one request lifecycle, without the
  * Web Request and Response that @hono/node-server builds around it and Hono's routing and
  * middleware. It takes only what Hono would route to the same operation with the same inputs
  * and answers it with the same functions (`answerOperation`, `errorHeader`, `logAccess`), so
@@ -17,7 +17,7 @@ import { watchOperations } from '../../handlers/watch.js';
 import { clientAddress, type AccessNote, type AppServices, type RequestMeta } from '../request.js';
 import { answerOperation, logAccess } from './app.js';
 import { requestIdFrom, type RequestView } from './env.js';
-import { errorHeader } from './reply.js';
+import { errorHeader, utf8 } from './reply.js';
 
 /**
  * Request targets @hono/node-server passes on unchanged (its `reValidRequestUrl` and
@@ -95,13 +95,14 @@ function answer(s: AppServices, route: Route, m: RegExpExecArray, req: IncomingM
   const params: Record<string, string> = {};
   route.names.forEach((name, i) => (params[name] = m[i + 1]));
   const send = (status: number, json: string | readonly string[], extra: Record<string, string> | undefined) => {
-    const text = typeof json === 'string' ? json : json.join('');
+    // A page in parts (history) is encoded part by part into one byte array, as replyText does.
+    const body = typeof json === 'string' ? json : utf8(json);
     const headers: Record<string, string | number> = { 'content-type': 'application/json', 'x-request-id': requestId, ...extra };
     const also = errorHeader(status, view, s);
     if (also && headers[also[0]] === undefined) headers[also[0]] = also[1];
-    headers['content-length'] = Buffer.byteLength(text);
+    headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
     res.writeHead(status, headers);
-    res.end(text);
+    res.end(body);
     logAccess(s, 'GET', path, status, started, access, requestId);
   };
   answerOperation(s, route.op!, meta, {

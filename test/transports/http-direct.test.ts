@@ -1,6 +1,6 @@
 /**
  * The Node adapter's direct path for API reads (runtime/http/direct.ts; docs/performance.md
- * "HTTP direct path") answers exactly what Hono answers. Two gateways on ONE database (reads
+ * "the HTTP direct path for reads") answers exactly what Hono answers. Two gateways on ONE database (reads
  * only, so the same rows and times), one with the direct path (the default) and one with
  * `http: { direct: false }`, get the same raw HTTP/1.1 requests over real sockets. For each:
  * the same status, the same headers but Date, the same body bytes (generated request ids
@@ -30,6 +30,7 @@ beforeAll(async () => {
     ['r1', 'severity', 2, 0],
     ['r1', 'secret', 'only responders', 0],
     ['r2', 'title', 'other', 0],
+    ['r3', 'title', 'ünïcødé ✓ 🦊', 0],
   ] as const) {
     const r = await put(rid, field, value, expected);
     expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
@@ -117,6 +118,7 @@ const cases: Case[] = [
   { name: 'a malformed min LSN', target: '/v1/records/incident/r1', headers: [HOST, auth('alice'), ['X-Kslate-Min-Lsn', 'zz']], taken: true, status: 400 },
   { name: 'entries_limit', target: '/v1/records/incident/r1?entries_limit=1', headers: [HOST, auth('alice')], taken: true, status: 200 },
   { name: 'an unknown parameter', target: '/v1/records/incident/r1?colour=red', headers: [HOST, auth('alice')], taken: true, status: 400 },
+  { name: 'history with characters of 2 to 4 bytes (a page in parts)', target: '/v1/records/incident/r3/history', headers: [HOST, auth('alice')], taken: true, status: 200 },
   { name: 'history, a page of 2', target: '/v1/records/incident/r1/history?limit=2', headers: [HOST, auth('alice')], taken: true, status: 200 },
   { name: 'query by field value', target: '/v1/records/incident?title=other', headers: [HOST, auth('alice')], taken: true, status: 200 },
   { name: 'query, "+" in a value', target: '/v1/records/incident?title=a+b&limit=5', headers: [HOST, auth('alice')], taken: true, status: 200 },
