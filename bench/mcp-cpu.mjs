@@ -1,16 +1,21 @@
 /**
- * Gateway CPU time per MCP put against per HTTP put (issue 38 item 3; docs/performance.md
- * "MCP direct path"): `node bench/mcp-cpu.mjs <repo root> <label> [puts per round] [clients]`
+ * Gateway CPU time per MCP put and per gRPC put against per HTTP put (issue 38 item 3;
+ * docs/performance.md "MCP direct path"): `node bench/mcp-cpu.mjs <repo root> <label> [puts per
+ * round] [clients]`
  * starts `kslate serve` from <root>/dist as bench/get-cpu.mjs does (the machine's PostgreSQL,
  * database $BENCH_DB or kslate_mcp_cpu, created if missing), then runs three pairs of rounds
  * over keep-alive HTTP: versioned puts as HTTP `PUT .../fields/f1` and as MCP `tools/call
- * svc_put` with the headers the SDK's client sends (the bench's MCP wire client), each client
- * on records of its own so that every put is applied. It prints the gateway's CPU (utime +
- * stime from /proc) per put for each round and the MCP/HTTP ratio of the medians. CPU per
+ * svc_put` with the headers the SDK's client sends (the bench's MCP wire client), and as gRPC
+ * `Put` over one HTTP/2 session per client (the bench's gRPC wire client), each client on
+ * records of its own so that every put is applied. It prints the gateway's CPU (utime + stime
+ * from /proc) per put for each round and the MCP/HTTP and gRPC/HTTP ratios of the medians.
+ * MCP_CPU_PROFILE=<dir> runs the gateway under --cpu-prof and prints its hottest frames. CPU per
  * request moves far less with a loaded machine than throughput does; compare builds by
  * alternating runs. Needs `npm run build` first.
  */
 import http from 'node:http';
+import http2 from 'node:http2';
+import { join } from 'node:path';
 import pg from 'pg';
 const [root, label, nArg, cArg] = process.argv.slice(2);
 const N = Number(nArg ?? 6000), C = Number(cArg ?? 16);
@@ -27,7 +32,35 @@ await admin.end();
 const url = `postgres://postgres@127.0.0.1:5432/${dbname}`;
 await migrateDb(url, `${root}/dist`);
 const cfg = writeConfig(1);
-const gw = await startGateway({ root, databaseUrl: url, classesDir: cfg.classesDir, keysFile: cfg.keysFile, say: () => {} });
+const profileDir = process.env.MCP_CPU_PROFILE;
+const gw = await startGateway({ root, databaseUrl: url, classesDir: cfg.classesDir, keysFile: cfg.keysFile, say: () => {}, grpc: true, profileDir });
+// gRPC as the bench's wire client sends it: one HTTP/2 session per client, frames built by hand.
+const loader = await import('@grpc/proto-loader');
+const def = loader.loadSync(join(root, 'proto', 'svc', 'v1', 'svc.proto'), {
+  includeDirs: [join(root, 'proto')], keepCase: true, longs: Number, enums: String, defaults: false, oneofs: true,
+});
+const svcPut = def['svc.v1.SvcService'].Put;
+const sessions = Array.from({ length: C }, () => {
+  const s = http2.connect(`http://127.0.0.1:${gw.grpcPort}`);
+  s.on('error', () => undefined);
+  return s;
+});
+const toValue = (x) =>
+  x === null ? { nullValue: 'NULL_VALUE' } : typeof x === 'number' ? { numberValue: x } : typeof x === 'string' ? { stringValue: x }
+    : typeof x === 'boolean' ? { boolValue: x } : { structValue: { fields: Object.fromEntries(Object.entries(x).map(([k, v]) => [k, toValue(v)])) } };
+const grpcPut = (client, msgObj) => new Promise((resolve, reject) => {
+  const msg = svcPut.requestSerialize(msgObj);
+  const frame = Buffer.allocUnsafe(5 + msg.length);
+  frame[0] = 0; frame.writeUInt32BE(msg.length, 1); msg.copy(frame, 5);
+  const stream = sessions[client].request({ ':method': 'POST', ':path': svcPut.path, 'content-type': 'application/grpc', te: 'trailers', authorization: authOf(0) });
+  const chunks = []; let status = null; let message = '';
+  stream.on('response', (h) => { if (h['grpc-status'] !== undefined) { status = Number(h['grpc-status']); message = h['grpc-message']; } });
+  stream.on('trailers', (t) => { status = Number(t['grpc-status']); message = t['grpc-message']; });
+  stream.on('data', (d) => chunks.push(d));
+  stream.on('error', reject);
+  stream.on('end', () => status === 0 ? resolve(svcPut.responseDeserialize(Buffer.concat(chunks).subarray(5))) : reject(new Error(`grpc put ${status} ${message}`)));
+  stream.end(frame);
+});
 const agent = new http.Agent({ keepAlive: true, maxSockets: C });
 const MCP = { authorization: authOf(0), 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
 const HTTP = { authorization: authOf(0), 'content-type': 'application/json' };
@@ -51,6 +84,8 @@ async function put(transport, client, n) {
     const [s, t] = await req('PUT', `/v1/records/${CLASS}/${id}/fields/f1`, HTTP, JSON.stringify({ value, expected_version: expected }));
     if (s !== 200 && s !== 201) throw new Error(`http put ${s} ${t}`);
     version = JSON.parse(t).version;
+  } else if (transport === 'grpc') {
+    version = Number((await grpcPut(client, { record: `${CLASS}/${id}`, field: 'f1', value: toValue(value), expected_version: expected })).version);
   } else {
     const args = { record: `${CLASS}/${id}`, field: 'f1', value, expected_version: expected };
     const [s, t] = await req('POST', '/mcp', MCP, JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method: 'tools/call', params: { name: 'svc_put', arguments: args } }));
@@ -66,16 +101,27 @@ async function run(transport, n) {
 }
 await run('http', 2000); // warm up both
 await run('mcp', 2000);
-const rounds = { http: [], mcp: [] };
+await run('grpc', 2000);
+const rounds = { http: [], mcp: [], grpc: [] };
+// MCP_CPU_ONLY=grpc (say) measures only those transports' rounds (for a profile of one); the ratios then need http.
+const only = process.env.MCP_CPU_ONLY?.split(',') ?? ['http', 'mcp', 'grpc'];
 for (let j = 0; j < 3; j++) {
-  for (const transport of ['http', 'mcp']) {
+  for (const transport of only) {
     const c0 = processCpu(gw.pid); const t0 = performance.now();
     await run(transport, N);
     const c1 = processCpu(gw.pid); const t1 = performance.now();
     rounds[transport].push({ us_per_put: Math.round(((c1 - c0) / N) * 1e6 * 10) / 10, rps: Math.round(N / ((t1 - t0) / 1000)) });
   }
 }
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const mh = median(rounds.http.map((r) => r.us_per_put)), mm = median(rounds.mcp.map((r) => r.us_per_put));
-console.log(JSON.stringify({ label, N, C, http: rounds.http, mcp: rounds.mcp, median_us: { http: mh, mcp: mm }, mcp_over_http_cpu: Math.round((mm / mh) * 100) / 100 }));
+const median = (xs) => (xs.length === 0 ? NaN : [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]);
+const mh = median(rounds.http.map((r) => r.us_per_put)), mm = median(rounds.mcp.map((r) => r.us_per_put)), mg = median(rounds.grpc.map((r) => r.us_per_put));
+const ratio = (x) => Math.round((x / mh) * 100) / 100;
+console.log(JSON.stringify({ label, N, C, ...rounds, median_us: { http: mh, mcp: mm, grpc: mg }, mcp_over_http_cpu: ratio(mm), grpc_over_http_cpu: ratio(mg) }));
+for (const s of sessions) s.close();
 await gw.stop(); cfg.cleanup(); agent.destroy();
+if (profileDir) {
+  const { readdirSync } = await import('node:fs');
+  const { summarizeProfile } = await import(`${root}/bench/lib/profile.mjs`);
+  const file = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile')).sort().pop();
+  if (file) console.log(summarizeProfile(`${profileDir}/${file}`, 40));
+}
