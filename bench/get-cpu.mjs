@@ -69,8 +69,7 @@ if (process.env.GET_CPU_REFERENCE === '1') {
 }
 agent.destroy();
 if (profileDir) {
-  const { readdirSync } = await import('node:fs');
-  const { summarizeProfile } = await import(`${root}/bench/lib/profile.mjs`);
-  const file = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile')).sort().pop();
-  if (file) console.log(summarizeProfile(`${profileDir}/${file}`, 40));
+  const { summarizeLatestProfile } = await import(`${root}/bench/lib/profile.mjs`);
+  const summary = summarizeLatestProfile(profileDir, 40);
+  if (summary) console.log(summary);
 }

@@ -15,7 +15,6 @@
  */
 import http from 'node:http';
 import http2 from 'node:http2';
-import { join } from 'node:path';
 import pg from 'pg';
 const [root, label, nArg, cArg] = process.argv.slice(2);
 const N = Number(nArg ?? 6000), C = Number(cArg ?? 16);
@@ -34,32 +33,13 @@ await migrateDb(url, `${root}/dist`);
 const cfg = writeConfig(1);
 const profileDir = process.env.MCP_CPU_PROFILE;
 const gw = await startGateway({ root, databaseUrl: url, classesDir: cfg.classesDir, keysFile: cfg.keysFile, say: () => {}, grpc: true, profileDir });
-// gRPC as the bench's wire client sends it: one HTTP/2 session per client, frames built by hand.
-const loader = await import('@grpc/proto-loader');
-const def = loader.loadSync(join(root, 'proto', 'svc', 'v1', 'svc.proto'), {
-  includeDirs: [join(root, 'proto')], keepCase: true, longs: Number, enums: String, defaults: false, oneofs: true,
-});
-const svcPut = def['svc.v1.SvcService'].Put;
+// gRPC as the bench's wire client sends it: one HTTP/2 session per client (bench/lib/transports.mjs).
+const { loadSvcProto, toValue, wireCall } = await import(`${root}/bench/lib/transports.mjs`);
+const svc = (await loadSvcProto(root))['svc.v1.SvcService'];
 const sessions = Array.from({ length: C }, () => {
   const s = http2.connect(`http://127.0.0.1:${gw.grpcPort}`);
   s.on('error', () => undefined);
   return s;
-});
-const toValue = (x) =>
-  x === null ? { nullValue: 'NULL_VALUE' } : typeof x === 'number' ? { numberValue: x } : typeof x === 'string' ? { stringValue: x }
-    : typeof x === 'boolean' ? { boolValue: x } : { structValue: { fields: Object.fromEntries(Object.entries(x).map(([k, v]) => [k, toValue(v)])) } };
-const grpcPut = (client, msgObj) => new Promise((resolve, reject) => {
-  const msg = svcPut.requestSerialize(msgObj);
-  const frame = Buffer.allocUnsafe(5 + msg.length);
-  frame[0] = 0; frame.writeUInt32BE(msg.length, 1); msg.copy(frame, 5);
-  const stream = sessions[client].request({ ':method': 'POST', ':path': svcPut.path, 'content-type': 'application/grpc', te: 'trailers', authorization: authOf(0) });
-  const chunks = []; let status = null; let message = '';
-  stream.on('response', (h) => { if (h['grpc-status'] !== undefined) { status = Number(h['grpc-status']); message = h['grpc-message']; } });
-  stream.on('trailers', (t) => { status = Number(t['grpc-status']); message = t['grpc-message']; });
-  stream.on('data', (d) => chunks.push(d));
-  stream.on('error', reject);
-  stream.on('end', () => status === 0 ? resolve(svcPut.responseDeserialize(Buffer.concat(chunks).subarray(5))) : reject(new Error(`grpc put ${status} ${message}`)));
-  stream.end(frame);
 });
 const agent = new http.Agent({ keepAlive: true, maxSockets: C });
 const MCP = { authorization: authOf(0), 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
@@ -85,7 +65,9 @@ async function put(transport, client, n) {
     if (s !== 200 && s !== 201) throw new Error(`http put ${s} ${t}`);
     version = JSON.parse(t).version;
   } else if (transport === 'grpc') {
-    version = Number((await grpcPut(client, { record: `${CLASS}/${id}`, field: 'f1', value: toValue(value), expected_version: expected })).version);
+    const r = await wireCall(svc, sessions[client], 'Put', { record: `${CLASS}/${id}`, field: 'f1', value: toValue(value), expected_version: expected }, authOf(0));
+    if (r.status !== 0) throw new Error(`grpc put ${r.status} ${r.message}`);
+    version = Number(r.msg.version);
   } else {
     const args = { record: `${CLASS}/${id}`, field: 'f1', value, expected_version: expected };
     const [s, t] = await req('POST', '/mcp', MCP, JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method: 'tools/call', params: { name: 'svc_put', arguments: args } }));
@@ -120,8 +102,7 @@ console.log(JSON.stringify({ label, N, C, ...rounds, median_us: { http: mh, mcp:
 for (const s of sessions) s.close();
 await gw.stop(); cfg.cleanup(); agent.destroy();
 if (profileDir) {
-  const { readdirSync } = await import('node:fs');
-  const { summarizeProfile } = await import(`${root}/bench/lib/profile.mjs`);
-  const file = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile')).sort().pop();
-  if (file) console.log(summarizeProfile(`${profileDir}/${file}`, 40));
+  const { summarizeLatestProfile } = await import(`${root}/bench/lib/profile.mjs`);
+  const summary = summarizeLatestProfile(profileDir, 40);
+  if (summary) console.log(summary);
 }

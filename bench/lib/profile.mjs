@@ -1,7 +1,7 @@
 /**
  * Summarise a V8 .cpuprofile (node --cpu-prof): self time per function and per package.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 function where(url) {
   if (!url) return '(native/vm)';
@@ -47,4 +47,10 @@ export function summarizeProfile(file, top = 25) {
     by_package: sorted(pkg).slice(0, 20).map(([k, us]) => ({ where: k, self_pct: pct(us) })),
     top_functions: sorted(fn).slice(0, top).map(([k, us]) => ({ fn: k, self_pct: pct(us) })),
   };
+}
+
+/** The summary of the newest .cpuprofile in `dir` (a gateway run under --cpu-prof), or null without one. */
+export function summarizeLatestProfile(dir, top = 40) {
+  const file = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort().pop();
+  return file ? summarizeProfile(`${dir}/${file}`, top) : null;
 }

@@ -193,37 +193,7 @@ export async function grpcWireScenario(ctx, httpPut) {
     session.on('error', () => undefined);
     sessions.push({ session, auth: authOf(i % cfg.identities) });
   }
-  const call = (s, method, req) =>
-    new Promise((resolve, reject) => {
-      const msg = svc[method].requestSerialize(req);
-      const frame = Buffer.allocUnsafe(5 + msg.length);
-      frame[0] = 0;
-      frame.writeUInt32BE(msg.length, 1);
-      msg.copy(frame, 5);
-      const stream = s.session.request({
-        ':method': 'POST',
-        ':path': svc[method].path,
-        'content-type': 'application/grpc',
-        te: 'trailers',
-        authorization: s.auth,
-      });
-      const chunks = [];
-      let status = null;
-      stream.on('response', (h) => {
-        if (h['grpc-status'] !== undefined) status = Number(h['grpc-status']); // trailers-only answer
-      });
-      stream.on('trailers', (t) => {
-        status = Number(t['grpc-status']);
-      });
-      stream.on('data', (d) => chunks.push(d));
-      stream.on('error', reject);
-      stream.on('end', () => {
-        if (status !== 0) return resolve({ status, msg: null });
-        const body = Buffer.concat(chunks);
-        resolve({ status, msg: svc[method].responseDeserialize(body.subarray(5)) });
-      });
-      stream.end(frame);
-    });
+  const call = (s, method, req) => wireCall(svc, s.session, method, req, s.auth);
   const counters = new Array(c).fill(0);
   try {
     const { run, probe } = await closedLoop(ctx, c, async (i, idx) => {
@@ -247,8 +217,51 @@ export async function grpcWireScenario(ctx, httpPut) {
   }
 }
 
+/**
+ * One unary call as the gRPC wire client sends it: a node:http2 stream on `session` carrying
+ * the length-prefixed request (proto-loader's serializer). Resolves {status, msg}; msg is the
+ * decoded answer when status is 0, else null (`message` is the grpc-message).
+ */
+export function wireCall(svc, session, method, req, authorization) {
+  return new Promise((resolve, reject) => {
+    const msg = svc[method].requestSerialize(req);
+    const frame = Buffer.allocUnsafe(5 + msg.length);
+    frame[0] = 0;
+    frame.writeUInt32BE(msg.length, 1);
+    msg.copy(frame, 5);
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': svc[method].path,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      authorization,
+    });
+    const chunks = [];
+    let status = null;
+    let message;
+    stream.on('response', (h) => {
+      if (h['grpc-status'] !== undefined) {
+        status = Number(h['grpc-status']); // trailers-only answer
+        message = h['grpc-message'];
+      }
+    });
+    stream.on('trailers', (t) => {
+      status = Number(t['grpc-status']);
+      message = t['grpc-message'];
+    });
+    stream.on('data', (d) => chunks.push(d));
+    stream.on('error', reject);
+    stream.on('end', () => {
+      if (status !== 0) return resolve({ status, msg: null, message });
+      const body = Buffer.concat(chunks);
+      resolve({ status, msg: svc[method].responseDeserialize(body.subarray(5)) });
+    });
+    stream.end(frame);
+  });
+}
+
 /** svc.proto as proto-loader's package definition, with the options the gateway uses. */
-async function loadSvcProto(root) {
+export async function loadSvcProto(root) {
   const loader = await import('@grpc/proto-loader');
   return loader.loadSync(join(root, 'proto', 'svc', 'v1', 'svc.proto'), {
     includeDirs: [join(root, 'proto')],
@@ -261,7 +274,7 @@ async function loadSvcProto(root) {
 }
 
 /** A JSON value as google.protobuf.Value (proto-loader object form). */
-function toValue(x) {
+export function toValue(x) {
   if (x === null || x === undefined) return { nullValue: 'NULL_VALUE' };
   if (typeof x === 'number') return { numberValue: x };
   if (typeof x === 'string') return { stringValue: x };
